@@ -1,0 +1,3 @@
+"""Registered hparams sets. Importing this package registers them."""
+
+from hparams import transformer  # noqa: F401

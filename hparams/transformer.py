@@ -1,0 +1,89 @@
+"""Transformer hparams sets: the thesis's `transformer_base` and its relatives.
+
+`transformer_base` follows T2T 1.5.6 as used in the thesis (Section 5.2), with
+the thesis's batch of 3,072 tokens. Every syntax-specific hyper-parameter of
+the registered models is defined here with its default, so that any of them
+can be overridden with `--hparams`; a model reads only the ones it uses.
+"""
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParams
+
+
+@registry.register_hparams
+def transformer_base():
+    """Thesis Section 5.2: 6+6 layers, 512/2048, 8 heads, batch 3,072 tokens."""
+    return HParams(
+        # Architecture.
+        hidden_size=512,
+        filter_size=2048,
+        num_heads=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        position_encoding="sinusoid",  # "sinusoid" or "none"
+        shared_embedding_and_softmax_weights=True,
+        # Regularisation.
+        layer_prepostprocess_dropout=0.1,
+        attention_dropout=0.1,
+        relu_dropout=0.1,
+        label_smoothing=0.1,
+        # Optimisation (T2T's noam-style schedule: linear warm-up, then
+        # reciprocal square root decay, scaled by hidden_size ** -0.5).
+        optimizer="adam",
+        adam_beta1=0.9,
+        adam_beta2=0.997,
+        adam_epsilon=1e-9,
+        learning_rate=0.2,
+        learning_rate_warmup_steps=8000,
+        clip_grad_norm=0.0,  # 0 = no clipping
+        # Batching: batch_size counts tokens including padding.
+        batch_size=3072,
+        max_length=256,
+        min_length_bucket=8,
+        length_bucket_step=1.1,
+        # Key (and optional value) biases from label embeddings (thesis 3.1).
+        max_relative_position=0,  # 0 = no relative positions; Shaw et al. use 20
+        relative_value_bias=False,
+        max_tree_distance=20,  # TreeDistance (thesis 3.1.2): 5 or 20
+        max_traversal_length=10,  # TreeTraversal (thesis 3.1.3)
+        # Specialised heads (thesis 3.2).
+        pos="xpos",  # tag used by SpecPOS: "upos" or "xpos"
+        spec_layer=0,
+        spec_heads=[0],
+        # Parse heads (thesis 4.1-4.2).
+        parse_layer=1,
+        parse_head=0,
+        parse_loss_weight=1.0,
+    )
+
+
+@registry.register_hparams
+def transformer_relative():
+    """Shaw et al. relative positions (max 20), no sinusoidal positions."""
+    hparams = transformer_base()
+    hparams.max_relative_position = 20
+    hparams.position_encoding = "none"
+    return hparams
+
+
+@registry.register_hparams
+def transformer_small():
+    """Same structure, sized for CPU experiments (about 10M parameters)."""
+    hparams = transformer_base()
+    hparams.override(dict(
+        hidden_size=256, filter_size=1024, num_heads=4,
+        num_encoder_layers=3, num_decoder_layers=3,
+        batch_size=2048, learning_rate_warmup_steps=2000, learning_rate=0.5))
+    return hparams
+
+
+@registry.register_hparams
+def transformer_tiny():
+    """Same structure, sized for tests and the README demo on 2 CPU cores."""
+    hparams = transformer_base()
+    hparams.override(dict(
+        hidden_size=64, filter_size=256, num_heads=4,
+        num_encoder_layers=2, num_decoder_layers=2,
+        batch_size=1024, max_length=64,
+        learning_rate_warmup_steps=200, learning_rate=1.0))
+    return hparams

@@ -1,0 +1,192 @@
+"""Registries of problems, models and hparams sets (Tensor2Tensor style).
+
+Register with decorators; the default name is the snake_case of the class or
+function name, as in T2T:
+
+    @registry.register_problem
+    class SyntheticSyntaxReorder(Problem): ...      # "synthetic_syntax_reorder"
+
+    @registry.register_hparams("transformer_base")
+    def transformer_base(): ...
+
+`import_all()` imports the modules of this package that register things;
+`import_usr_dir(path)` imports a user's directory of modules so that users can
+register their own problems, models and hparams sets without editing the
+package.
+"""
+
+import difflib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import types
+
+
+class RegistryError(KeyError):
+    """Unknown name, or a name registered twice with different objects."""
+
+    def __str__(self):
+        # KeyError quotes its argument; a registry error is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+def snake_case(name):
+    """`TransformerBase` -> `transformer_base`, `PUDSyntax` -> `pud_syntax`."""
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return name.lower()
+
+
+def _identity(obj):
+    # Re-importing a module (importlib.reload, a usr_dir imported twice)
+    # creates a new object with the same module and qualified name: that is
+    # the same registration, not a clash.
+    return (getattr(obj, "__module__", None), getattr(obj, "__qualname__", repr(obj)))
+
+
+class Registry:
+    """A name -> object table for one kind of thing.
+
+    Args:
+        kind: what is registered, used in messages ("problem", "model", ...).
+    """
+
+    def __init__(self, kind):
+        self.kind = kind
+        self._entries = {}
+
+    def register(self, name_or_obj=None):
+        """Decorator: `@register`, `@register()` or `@register("name")`."""
+        if callable(name_or_obj):
+            return self._add(snake_case(name_or_obj.__name__), name_or_obj)
+
+        def decorator(obj):
+            return self._add(name_or_obj or snake_case(obj.__name__), obj)
+
+        return decorator
+
+    def _add(self, name, obj):
+        existing = self._entries.get(name)
+        if existing is not None and _identity(existing) != _identity(obj):
+            module, qualname = _identity(existing)
+            raise RegistryError(
+                f"{self.kind} {name!r} is already registered by "
+                f"{module}.{qualname}; choose another name for "
+                f"{_identity(obj)[0]}.{_identity(obj)[1]}")
+        self._entries[name] = obj
+        return obj
+
+    def get(self, name):
+        """Returns the object registered as `name`.
+
+        Raises:
+            RegistryError: unknown name; the message lists what is registered
+                and suggests the closest names.
+        """
+        if name in self._entries:
+            return self._entries[name]
+        close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise RegistryError(
+            f"unknown {self.kind} {name!r}.{hint} Registered {self.kind}s: "
+            f"{', '.join(self.names()) or '(none)'}.")
+
+    def names(self):
+        return sorted(self._entries)
+
+    def __contains__(self, name):
+        return name in self._entries
+
+    def __len__(self):
+        return len(self._entries)
+
+
+problems = Registry("problem")
+models = Registry("model")
+hparams_sets = Registry("hparams set")
+
+register_problem = problems.register
+register_model = models.register
+register_hparams = hparams_sets.register
+
+
+def problem(name):
+    """Returns an instance of the registered problem `name`."""
+    return problems.get(name)()
+
+
+def model(name):
+    """Returns the registered model class `name`."""
+    return models.get(name)
+
+
+def hparams(name):
+    """Returns a fresh `HParams` from the registered hparams set `name`."""
+    return hparams_sets.get(name)()
+
+
+_BUILTIN_MODULES = ("problems", "hparams", "syntax_t2t.models")
+
+
+def import_all():
+    """Imports every built-in module that registers something."""
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+def import_usr_dir(usr_dir):
+    """Imports a user's directory of modules so that they can register things.
+
+    The directory is imported as a package when it has an `__init__.py`
+    (which then imports its modules, as in T2T), otherwise every `*.py` in it
+    is imported.
+
+    Raises:
+        FileNotFoundError: `usr_dir` is not a directory.
+        ImportError: a module failed to import; names the file.
+    """
+    path = os.path.abspath(os.path.expanduser(usr_dir))
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--usr_dir={usr_dir}: no such directory")
+    parent, package = os.path.split(path)
+    if os.path.isfile(os.path.join(path, "__init__.py")):
+        files = [(package, os.path.join(path, "__init__.py"))]
+        if parent not in sys.path:
+            sys.path.insert(0, parent)
+    else:
+        # A directory of loose modules becomes a namespace package named after
+        # it, so its modules cannot shadow top-level ones (a user's
+        # `problems.py` must not replace the built-in `problems` package).
+        if package not in sys.modules:
+            namespace = types.ModuleType(package)
+            namespace.__path__ = [path]
+            sys.modules[package] = namespace
+        files = [(f"{package}.{name[:-3]}", os.path.join(path, name))
+                 for name in sorted(os.listdir(path))
+                 if name.endswith(".py") and not name.startswith("_")]
+    for module_name, file_path in files:
+        if module_name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(
+            module_name, file_path,
+            submodule_search_locations=[path] if file_path.endswith("__init__.py") else None)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            del sys.modules[module_name]
+            raise ImportError(
+                f"--usr_dir={usr_dir}: importing {file_path} failed: "
+                f"{type(error).__name__}: {error}") from error
+
+
+def help_string():
+    """What is registered, as printed by `--registry_help`."""
+    lines = []
+    for registry in (problems, models, hparams_sets):
+        lines.append(f"{registry.kind}s ({len(registry)}):")
+        lines.extend(f"  {name}" for name in registry.names())
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Registry: default names, clashes, re-imports, unknown-name suggestions, usr_dir."""
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+from syntax_t2t import registry
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("TransformerBase", "transformer_base"),
+    ("SyntheticSyntaxReorder", "synthetic_syntax_reorder"),
+    ("PUDSyntaxCsEn", "pud_syntax_cs_en"),
+    ("transformer_tiny", "transformer_tiny"),
+    ("DepParse2", "dep_parse2"),
+])
+def test_snake_case(name, expected):
+    assert registry.snake_case(name) == expected
+
+
+def test_default_name_is_snake_case_and_explicit_name_wins():
+    table = registry.Registry("thing")
+
+    @table.register
+    class MyFancyModel:
+        pass
+
+    @table.register("custom")
+    def other():
+        pass
+
+    assert table.get("my_fancy_model") is MyFancyModel
+    assert table.get("custom") is other
+    assert table.names() == ["custom", "my_fancy_model"]
+
+
+def test_registering_a_different_object_under_a_taken_name_fails():
+    table = registry.Registry("model")
+
+    @table.register("dup")
+    class First:
+        pass
+
+    class Second:
+        pass
+
+    with pytest.raises(registry.RegistryError, match="'dup' is already registered"):
+        table.register("dup")(Second)
+    assert table.get("dup") is First
+
+
+def test_unknown_name_lists_registered_and_suggests_closest():
+    table = registry.Registry("problem")
+    for name in ("czeng_syntax", "pud_syntax_cs_en", "synthetic_syntax_reorder"):
+        table.register(name)(type(name, (), {}))
+    with pytest.raises(registry.RegistryError) as error:
+        table.get("czeng_syntx")
+    message = str(error.value)
+    assert "unknown problem 'czeng_syntx'" in message
+    assert "Did you mean czeng_syntax" in message
+    assert "pud_syntax_cs_en" in message and "synthetic_syntax_reorder" in message
+
+
+def _write_user_module(directory, body):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "my_hparams.py").write_text(textwrap.dedent(body))
+
+
+USER_MODULE = """
+    from syntax_t2t import registry
+    from syntax_t2t.hparams import HParams
+
+    @registry.register_hparams
+    def my_user_set_for_tests():
+        return HParams(hidden_size=7)
+"""
+
+
+def test_usr_dir_registers_and_reimport_is_not_a_clash(tmp_path):
+    usr_dir = tmp_path / "usr_plugins"
+    _write_user_module(usr_dir, USER_MODULE)
+    registry.import_usr_dir(str(usr_dir))
+    assert registry.hparams("my_user_set_for_tests").hidden_size == 7
+    # Reloading the same module re-registers an equal object: no error.
+    importlib.reload(sys.modules["usr_plugins.my_hparams"])
+    assert registry.hparams("my_user_set_for_tests").hidden_size == 7
+
+
+def test_usr_dir_errors_name_the_directory_and_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        registry.import_usr_dir(str(tmp_path / "missing"))
+    broken = tmp_path / "broken_plugins"
+    broken.mkdir()
+    (broken / "bad.py").write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(ImportError, match=r"bad\.py failed: RuntimeError: boom"):
+        registry.import_usr_dir(str(broken))
+
+
+def test_builtins_are_registered():
+    registry.import_all()
+    assert {"transformer_base", "transformer_relative", "transformer_small",
+            "transformer_tiny"} <= set(registry.hparams_sets.names())
+    help_text = registry.help_string()
+    assert "hparams sets (" in help_text and "  transformer_base" in help_text
