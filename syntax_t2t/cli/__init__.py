@@ -1,0 +1,1 @@
+"""The absl command-line programs; `bin/*` are thin executables calling them."""

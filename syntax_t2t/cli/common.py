@@ -1,0 +1,81 @@
+"""Flags and start-up shared by every command-line program.
+
+Each program defines only its own flags; the ones every T2T-style tool has
+(`--problem`, `--model`, `--hparams_set`, `--hparams`, `--data_dir`,
+`--output_dir`, `--usr_dir`, `--registry_help`) are defined here once.
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+from syntax_t2t import registry
+from syntax_t2t.errors import InputError
+from syntax_t2t.hparams import HParamsError
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("problem", None, "Registered problem name.")
+flags.DEFINE_string("model", None, "Registered model name.")
+flags.DEFINE_string("hparams_set", None, "Registered hparams set name.")
+flags.DEFINE_string("hparams", "", "Overrides, e.g. 'parse_layer=1,dropout=0.2'.")
+flags.DEFINE_string("data_dir", None, "Directory of generated data (vocabularies, TFRecords).")
+flags.DEFINE_string("output_dir", None, "Directory of a training run (checkpoints, hparams.json).")
+flags.DEFINE_string("usr_dir", None, "Directory of user modules that register problems, models or hparams sets.")
+flags.DEFINE_bool("registry_help", False, "Print what is registered and exit.")
+
+
+class UsageError(Exception):
+    """A problem with how a program was called; printed without a traceback."""
+
+
+# Errors a user can cause and fix; anything else is a bug and keeps its traceback.
+USER_ERRORS = (UsageError, InputError, registry.RegistryError, HParamsError,
+               FileNotFoundError, ImportError)
+
+
+def load_registry():
+    """Imports the user's modules and the built-ins; honours --registry_help."""
+    if FLAGS.usr_dir:
+        registry.import_usr_dir(FLAGS.usr_dir)
+    registry.import_all()
+    if FLAGS.registry_help:
+        print(registry.help_string())
+        sys.exit(0)
+
+
+def require(*names):
+    """Raises UsageError unless each named flag is set."""
+    missing = [f"--{name}" for name in names if getattr(FLAGS, name) in (None, "")]
+    if missing:
+        raise UsageError(f"missing required flag(s): {', '.join(missing)}")
+
+
+def hparams_from_flags():
+    """The registered `--hparams_set` with `--hparams` applied."""
+    require("hparams_set")
+    hparams = registry.hparams(FLAGS.hparams_set)
+    hparams.parse(FLAGS.hparams)
+    return hparams
+
+
+def run(main, extra_user_errors=()):
+    """`absl.app.run(main)`, printing user errors as one clear line.
+
+    Args:
+        main: the program's `main(argv)`.
+        extra_user_errors: further exception types to report without a
+            traceback.
+    """
+    user_errors = USER_ERRORS + tuple(extra_user_errors)
+
+    def guarded(argv):
+        try:
+            load_registry()
+            return main(argv)
+        except user_errors as error:
+            logging.error("%s", error)
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(1)
+
+    app.run(guarded)
