@@ -1,0 +1,6 @@
+"""Registered problems. Importing this package registers them all."""
+
+from problems import czeng  # noqa: F401
+from problems import de2cs  # noqa: F401
+from problems import pud  # noqa: F401
+from problems import synthetic  # noqa: F401

@@ -1,0 +1,78 @@
+"""`bin/datagen`: generates a problem's vocabularies and TFRecord shards.
+
+    bin/datagen --problem=synthetic_syntax_reorder --data_dir=data --tmp_dir=raw
+    bin/datagen --problem=czeng_syntax --data_dir=data --tmp_dir=raw \\
+        --skip_bad_examples
+
+Raw data is read from (or downloaded into) `--tmp_dir`; the outputs go to
+`--data_dir`. Complete outputs already there are kept, so running the same
+command twice is cheap; `--overwrite` regenerates them. Every file is written
+under a temporary name and renamed when complete (see `syntax_t2t.problem`).
+Progress (examples, examples/s) is logged; with `--skip_bad_examples` bad
+examples are logged, skipped and counted by reason instead of stopping the
+run.
+"""
+
+from absl import flags
+
+from syntax_t2t import registry
+from syntax_t2t.cli import common
+from syntax_t2t.data.download import DownloadError
+from syntax_t2t.errors import InputError, SkipCounter
+from syntax_t2t.problem import SPLITS, RawDataError
+
+FLAGS = flags.FLAGS
+
+DEFAULT_TMP_DIR = "/tmp/syntax_t2t_datagen"
+
+flags.DEFINE_string("tmp_dir", DEFAULT_TMP_DIR,
+                    "Directory of raw data: downloads go here, user-provided files are read from here.")
+flags.DEFINE_integer("max_examples", None, "Keep at most this many examples per split.", lower_bound=0)
+flags.DEFINE_bool("overwrite", False, "Regenerate even if complete outputs are already in --data_dir.")
+flags.DEFINE_bool("skip_bad_examples", False,
+                  "Log, count and skip bad examples instead of stopping at the first one.")
+if "random_seed" not in FLAGS:
+    # bin/train defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_integer("random_seed", None,
+                         "Overrides the problem's random_seed option (problems that sample data).")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("problem", "data_dir")
+    problem_class = registry.problems.get(FLAGS.problem)
+    options = {} if FLAGS.random_seed is None else {"random_seed": FLAGS.random_seed}
+    problem = problem_class(**options)
+    skip = SkipCounter() if FLAGS.skip_bad_examples else None
+
+    record = problem.generate_data(FLAGS.data_dir, FLAGS.tmp_dir, max_examples=FLAGS.max_examples,
+                                   overwrite=FLAGS.overwrite, skip=skip)
+
+    counts = ", ".join(f"{record['counts'][split]} {split}" for split in SPLITS)
+    if record["kept_existing"]:
+        print(f"{problem.name}: complete data already in {FLAGS.data_dir} ({counts} examples); "
+              f"kept it (pass --overwrite to regenerate)")
+        if record["differs_from_request"]:
+            print(f"{problem.name}: note: the kept data was generated with other options "
+                  f"(max_examples={record['max_examples']}, {record['options']})")
+    else:
+        print(f"{problem.name}: wrote {counts} examples to {FLAGS.data_dir}")
+    if skip is not None:
+        print(f"{problem.name}: {skip.summary()}" if not record["kept_existing"]
+              else f"{problem.name}: the kept data was generated skipping {_skipped_text(record)}")
+
+
+def _skipped_text(record) -> str:
+    skipped = record.get("skipped") or {}
+    total = sum(skipped.values())
+    if not total:
+        return "0 examples"
+    reasons = ", ".join(f"{count} {reason}" for reason, count in
+                        sorted(skipped.items(), key=lambda item: (-item[1], item[0])))
+    return f"{total} examples: {reasons}"
+
+
+def run():
+    """Entry point of `bin/datagen` and `syntax-t2t-datagen`."""
+    common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError))

@@ -1,0 +1,474 @@
+"""The `Problem` base class: a translation data set in the Tensor2Tensor sense.
+
+A problem knows where its raw data comes from and turns it into what models
+read. Subclasses only say how to read their raw data:
+
+    @registry.register_problem
+    class MyProblem(Problem):
+        def generate_samples(self, tmp_dir, split, skip):
+            for tree, target in ...:
+                yield tree, target.split()
+
+and the base class does the rest:
+
+* `generate_data(data_dir, tmp_dir)` builds the vocabularies from the
+  training split (words per language, plus `deprel`, `upos` and `xpos`
+  vocabularies for the source trees), encodes every sample with `encode` into
+  the feature dict of `docs/design.md`, and writes TFRecord shards
+  `<name>-<split>-00000-of-00010` for the splits `train`, `dev` and `test`;
+* `dataset(mode, data_dir, hparams)` returns the batched `tf.data` pipeline of
+  `syntax_t2t.data.pipeline`;
+* `vocab_sizes(data_dir)` gives models the sizes of their embedding tables,
+  and `encode_source` / `decode_targets` serve decoding.
+
+Data generation is atomic and idempotent. Every file is written under a
+temporary name and renamed when complete; the shards are renamed only after
+every split was written, and a completion record `<name>.datagen.json` is
+written last. Only that record makes the data count as complete: an
+interrupted run leaves either the old complete data or no record at all, and
+the next run starts over.
+
+Options (vocabulary size, split sizes, shard counts, ...) are class
+attributes listed in `option_names`; override them in a subclass or per
+instance, `SyntheticSyntaxReorder(train_size=1000)`.
+"""
+
+import collections
+import contextlib
+import itertools
+import json
+import os
+import time
+import uuid
+from typing import Iterator, Optional, Sequence, Union
+
+import tensorflow as tf
+from absl import logging
+
+from syntax_t2t import io_utils, registry
+from syntax_t2t.data import pipeline
+from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.data.vocab import EOS_ID, Vocabulary
+from syntax_t2t.errors import InputError, SkipCounter
+
+TRAIN, DEV, TEST = "train", "dev", "test"
+SPLITS = (TRAIN, DEV, TEST)
+
+INPUTS, TARGETS = "inputs", "targets"
+SOURCE_TREE_FEATURES = ("src_heads", "src_deprel", "src_upos", "src_xpos")
+# Vocabulary name of each source tree feature that holds ids.
+TAG_VOCABULARIES = {"src_deprel": "deprel", "src_upos": "upos", "src_xpos": "xpos"}
+
+Source = Union[DependencyTree, Sequence[str]]
+Target = Union[DependencyTree, Sequence[str]]
+
+_PROGRESS_EVERY_SECONDS = 10.0
+
+
+class DataNotGeneratedError(FileNotFoundError):
+    """`data_dir` lacks complete generated data for a problem."""
+
+
+class RawDataError(ValueError):
+    """The raw data in `tmp_dir` is not laid out as the problem expects."""
+
+
+class Problem:
+    """Base class of registered problems (see the module docstring).
+
+    Args:
+        **options: overrides of the class attributes named in `option_names`.
+
+    Raises:
+        TypeError: for a keyword that is not an option.
+    """
+
+    #: Source-side sentences carry dependency trees (`src_*` features).
+    has_source_trees = True
+
+    #: Largest word vocabulary per language, the 4 reserved ids included
+    #: (thesis Section 5.2: 50,000).
+    vocab_size = 50_000
+    #: Largest tag and label vocabularies; None keeps every tag seen in training.
+    tag_vocab_size: Optional[int] = None
+    #: TFRecord shards per split.
+    num_shards = {TRAIN: 10, DEV: 1, TEST: 1}
+    #: Seeds problems that sample their data; others ignore it.
+    random_seed = 1
+
+    option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed")
+
+    def __init__(self, **options):
+        for key, value in options.items():
+            if key not in self.option_names:
+                raise TypeError(
+                    f"{self.name} has no option {key!r}; its options are "
+                    f"{', '.join(sorted(self.option_names))}")
+            setattr(self, key, value)
+        self._vocabularies = None
+        self._vocabulary_dir = None
+
+    # ------------------------------------------------------------------
+    # What subclasses provide.
+
+    def generate_samples(self, tmp_dir: str, split: str,
+                         skip: Optional[SkipCounter]) -> Iterator[tuple[Source, Target]]:
+        """Yields the (source, target) pairs of one split.
+
+        Args:
+            tmp_dir: directory of raw data (downloaded or provided by the user).
+            split: `train`, `dev` or `test`.
+            skip: under `--skip_bad_examples`, the counter bad examples are
+                recorded in; None means raise `InputError` at the first one.
+
+        Yields:
+            `(source, target)`: the source is a `DependencyTree` (or a token
+            list when `has_source_trees` is False); the target is a token list
+            or a `DependencyTree` (only its tokens are used). Must give the
+            same samples every time it is called with the same arguments.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_samples")
+
+    # ------------------------------------------------------------------
+    # Names and files.
+
+    @property
+    def name(self) -> str:
+        """The registered name: snake_case of the class name (override when
+        registering under another name); prefixes every output file."""
+        return registry.snake_case(type(self).__name__)
+
+    def options(self) -> dict:
+        """The current value of every option."""
+        return {key: getattr(self, key) for key in self.option_names}
+
+    @property
+    def feature_keys(self) -> tuple[str, ...]:
+        """Keys of an encoded example, as in `docs/design.md`."""
+        return (INPUTS, TARGETS) + (SOURCE_TREE_FEATURES if self.has_source_trees else ())
+
+    @property
+    def vocabulary_names(self) -> tuple[str, ...]:
+        """`inputs`, `targets` and, with source trees, `deprel`, `upos`, `xpos`."""
+        tags = tuple(TAG_VOCABULARIES.values()) if self.has_source_trees else ()
+        return (INPUTS, TARGETS) + tags
+
+    def vocabulary_path(self, data_dir: str, vocabulary_name: str) -> str:
+        return os.path.join(data_dir, f"{self.name}.vocab.{vocabulary_name}.txt")
+
+    def shard_path(self, data_dir: str, split: str, index: int, count: int) -> str:
+        return os.path.join(data_dir, f"{self.name}-{split}-{index:05d}-of-{count:05d}")
+
+    def completion_record_path(self, data_dir: str) -> str:
+        return os.path.join(data_dir, f"{self.name}.datagen.json")
+
+    def completion_record(self, data_dir: str) -> Optional[dict]:
+        """The record of the last complete datagen run, or None.
+
+        A record whose files are not all present counts as absent.
+        """
+        path = self.completion_record_path(data_dir)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as stream:
+            try:
+                record = json.load(stream)
+            except json.JSONDecodeError:
+                return None
+        files = list(record.get("vocabularies", {}).values())
+        for shard_names in record.get("shards", {}).values():
+            files.extend(shard_names)
+        if not files or not all(os.path.isfile(os.path.join(data_dir, name)) for name in files):
+            return None
+        return record
+
+    def filepaths(self, data_dir: str, split: str) -> list[str]:
+        """The TFRecord shards of `split`.
+
+        Raises:
+            DataNotGeneratedError: the data was not (completely) generated.
+        """
+        record = self._require_data(data_dir)
+        return [os.path.join(data_dir, name) for name in record["shards"][split]]
+
+    def _require_data(self, data_dir: str) -> dict:
+        record = self.completion_record(data_dir)
+        if record is None:
+            raise DataNotGeneratedError(
+                f"no complete data of problem {self.name} in {data_dir}; generate it with "
+                f"bin/datagen --problem={self.name} --data_dir={data_dir} --tmp_dir=<raw data dir>")
+        return record
+
+    # ------------------------------------------------------------------
+    # Vocabularies and encoding.
+
+    def load_vocabularies(self, data_dir: str) -> dict[str, Vocabulary]:
+        """Loads (once per `data_dir`) and returns the vocabularies by name.
+
+        Only the vocabulary files are needed (decoding does not need the
+        shards).
+
+        Raises:
+            DataNotGeneratedError: a vocabulary file is missing.
+        """
+        data_dir = os.path.abspath(data_dir)
+        if self._vocabularies is None or self._vocabulary_dir != data_dir:
+            paths = {name: self.vocabulary_path(data_dir, name) for name in self.vocabulary_names}
+            missing = [path for path in paths.values() if not os.path.isfile(path)]
+            if missing:
+                raise DataNotGeneratedError(
+                    f"missing vocabulary file(s) {', '.join(missing)} of problem {self.name}; "
+                    f"generate them with bin/datagen --problem={self.name} --data_dir={data_dir} "
+                    f"--tmp_dir=<raw data dir>")
+            self._vocabularies = {name: Vocabulary.load(path) for name, path in paths.items()}
+            self._vocabulary_dir = data_dir
+        return self._vocabularies
+
+    def vocab_sizes(self, data_dir: str) -> dict[str, int]:
+        """Size of each vocabulary (`inputs`, `targets`, `deprel`, `upos`, `xpos`)."""
+        return {name: len(vocab) for name, vocab in self.load_vocabularies(data_dir).items()}
+
+    def build_vocabularies(self, samples) -> dict[str, Vocabulary]:
+        """Counts the tokens and tags of training samples into vocabularies."""
+        counts = {name: collections.Counter() for name in self.vocabulary_names}
+        for source, target in samples:
+            tree = self._check_source(source)
+            counts[INPUTS].update(_tokens(source))
+            counts[TARGETS].update(_tokens(target))
+            if self.has_source_trees:
+                counts["deprel"].update(tree.labels)
+                counts["upos"].update(tree.upos)
+                counts["xpos"].update(tree.xpos)
+        sizes = {INPUTS: self.vocab_size, TARGETS: self.vocab_size}
+        return {name: Vocabulary.build(counts[name], max_size=sizes.get(name, self.tag_vocab_size))
+                for name in self.vocabulary_names}
+
+    def _loaded_vocabularies(self) -> dict[str, Vocabulary]:
+        if self._vocabularies is None:
+            raise RuntimeError(
+                f"{self.name}: vocabularies are not loaded; call load_vocabularies(data_dir) "
+                f"or generate_data first")
+        return self._vocabularies
+
+    def _check_source(self, source: Source) -> Optional[DependencyTree]:
+        if self.has_source_trees:
+            if not isinstance(source, DependencyTree):
+                raise TypeError(f"{self.name} has source trees, but a sample's source is "
+                                f"{type(source).__name__}")
+            return source
+        return None
+
+    def encode_source(self, source: Source) -> dict[str, list[int]]:
+        """The source-side features of one sentence (also used when decoding).
+
+        Args:
+            source: a `DependencyTree`, or a token list (then only `inputs`
+                is returned; a model that needs trees cannot use it).
+
+        Returns:
+            `inputs` (ids then `<EOS>`) and, for a tree, `src_heads`,
+            `src_deprel`, `src_upos`, `src_xpos` (one entry per word).
+        """
+        vocabularies = self._loaded_vocabularies()
+        features = {INPUTS: vocabularies[INPUTS].encode(_tokens(source)) + [EOS_ID]}
+        if isinstance(source, DependencyTree) and self.has_source_trees:
+            features["src_heads"] = [int(head) for head in source.heads]
+            features["src_deprel"] = vocabularies["deprel"].encode(source.labels)
+            features["src_upos"] = vocabularies["upos"].encode(source.upos)
+            features["src_xpos"] = vocabularies["xpos"].encode(source.xpos)
+        return features
+
+    def encode(self, sample: tuple[Source, Target]) -> dict[str, list[int]]:
+        """The feature dict of one (source, target) pair (`docs/design.md`)."""
+        source, target = sample
+        self._check_source(source)
+        features = self.encode_source(source)
+        features[TARGETS] = self._loaded_vocabularies()[TARGETS].encode(_tokens(target)) + [EOS_ID]
+        return features
+
+    def decode_targets(self, ids) -> list[str]:
+        """Target tokens of `ids`, up to the first `<EOS>`."""
+        return self._loaded_vocabularies()[TARGETS].decode(ids)
+
+    def decode_inputs(self, ids) -> list[str]:
+        """Source tokens of `ids`, up to the first `<EOS>`."""
+        return self._loaded_vocabularies()[INPUTS].decode(ids)
+
+    # ------------------------------------------------------------------
+    # Data generation.
+
+    def generate_data(self, data_dir: str, tmp_dir: str, max_examples: Optional[int] = None,
+                      overwrite: bool = False, skip: Optional[SkipCounter] = None) -> dict:
+        """Writes vocabularies and TFRecord shards of every split to `data_dir`.
+
+        Args:
+            data_dir: output directory (created if needed).
+            tmp_dir: raw data directory, passed to `generate_samples`.
+            max_examples: keep at most this many examples per split.
+            overwrite: regenerate even if complete data is there.
+            skip: under `--skip_bad_examples`, the counter of skipped examples.
+
+        Returns:
+            The completion record: `counts` per split, file names, options,
+            `kept_existing` (True when complete data was already there) and
+            `differs_from_request` (True when that kept data was generated
+            with other options or `max_examples`).
+
+        Raises:
+            InputError: bad raw data (unless `skip` is given).
+        """
+        os.makedirs(data_dir, exist_ok=True)
+        requested = {"options": _jsonable(self.options()), "max_examples": max_examples}
+        record = None if overwrite else self.completion_record(data_dir)
+        if record is not None:
+            previous = {"options": record.get("options"), "max_examples": record.get("max_examples")}
+            differs = previous != requested
+            if differs:
+                logging.warning(
+                    "%s: kept existing data in %s although it was generated with %s, not %s; "
+                    "pass --overwrite to regenerate it", self.name, data_dir, previous, requested)
+            else:
+                logging.info("%s: complete data already in %s (%s); kept it, pass --overwrite to "
+                             "regenerate", self.name, data_dir, _counts_text(record["counts"]))
+            return dict(record, kept_existing=True, differs_from_request=differs)
+
+        # Without a completion record, whatever is in data_dir is incomplete.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.completion_record_path(data_dir))
+
+        start = time.monotonic()
+        vocabularies = self._generate_vocabularies(data_dir, tmp_dir, max_examples, skip)
+        self._vocabularies, self._vocabulary_dir = vocabularies, os.path.abspath(data_dir)
+        counts, shards = self._write_shards(data_dir, tmp_dir, max_examples, skip)
+
+        record = dict(requested, problem=self.name, counts=counts,
+                      vocabularies={name: os.path.basename(self.vocabulary_path(data_dir, name))
+                                    for name in self.vocabulary_names},
+                      vocab_sizes={name: len(vocab) for name, vocab in vocabularies.items()},
+                      shards=shards, skipped=skip.counts if skip is not None else {})
+        io_utils.atomic_write_text(self.completion_record_path(data_dir),
+                                   json.dumps(record, indent=2, sort_keys=True) + "\n")
+        logging.info("%s: wrote %s to %s in %.1f s", self.name, _counts_text(counts), data_dir,
+                     time.monotonic() - start)
+        return dict(record, kept_existing=False, differs_from_request=False)
+
+    def _samples(self, tmp_dir, split, max_examples, skip, stage):
+        samples = self.generate_samples(tmp_dir, split, skip)
+        if max_examples is not None:
+            samples = itertools.islice(samples, max_examples)
+        return _with_progress(samples, f"{self.name} {split} ({stage})")
+
+    def _generate_vocabularies(self, data_dir, tmp_dir, max_examples, skip) -> dict:
+        logging.info("%s: counting the training split for the vocabularies", self.name)
+        # The shard-writing pass meets the same bad examples again and
+        # reports them; this pass only has to skip them.
+        quiet_skip = IgnoreSkipped() if skip is not None else None
+        vocabularies = self.build_vocabularies(
+            self._samples(tmp_dir, TRAIN, max_examples, quiet_skip, "counting"))
+        for name, vocab in vocabularies.items():
+            vocab.save(self.vocabulary_path(data_dir, name))
+            logging.info("%s: vocabulary %s has %d entries", self.name, name, len(vocab))
+        return vocabularies
+
+    def _write_shards(self, data_dir, tmp_dir, max_examples, skip):
+        counts, shards, written = {}, {}, []
+        try:
+            for split in SPLITS:
+                paths = [self.shard_path(data_dir, split, index, self.num_shards[split])
+                         for index in range(self.num_shards[split])]
+                temporaries = [_temporary_name(path) for path in paths]
+                written.extend(zip(temporaries, paths))
+                counts[split] = self._write_split(
+                    split, temporaries, self._samples(tmp_dir, split, max_examples, skip, "writing"))
+                shards[split] = [os.path.basename(path) for path in paths]
+            # Renaming only now keeps any earlier run's complete shards intact
+            # until every split of this run has been written.
+            for temporary, path in written:
+                os.replace(temporary, path)
+        except BaseException:
+            for temporary, _ in written:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(temporary)
+            raise
+        self._remove_stale_shards(data_dir, {path for _, path in written})
+        return counts, shards
+
+    def _write_split(self, split, temporaries, samples) -> int:
+        writers = [tf.io.TFRecordWriter(path) for path in temporaries]
+        count = 0
+        try:
+            for sample in samples:
+                writers[count % len(writers)].write(pipeline.serialize_example(self.encode(sample)))
+                count += 1
+        finally:
+            for writer in writers:
+                writer.close()
+        if count == 0:
+            logging.warning("%s: the %s split is empty", self.name, split)
+        return count
+
+    def _remove_stale_shards(self, data_dir, current):
+        """Removes shards of an earlier run with other shard counts."""
+        prefix = f"{self.name}-"
+        for name in os.listdir(data_dir):
+            path = os.path.join(data_dir, name)
+            if (name.startswith(prefix) and "-of-" in name and path not in current
+                    and any(name.startswith(f"{prefix}{split}-") for split in SPLITS)):
+                os.remove(path)
+
+    # ------------------------------------------------------------------
+    # Input pipeline.
+
+    def dataset(self, mode: str, data_dir: str, hparams,
+                counters: Optional[pipeline.PipelineCounters] = None,
+                shuffle_buffer_size: int = pipeline.DEFAULT_SHUFFLE_BUFFER_SIZE,
+                seed: Optional[int] = None):
+        """Batches for `mode` (`train`, `eval` = dev split, `test`); see `pipeline.make_dataset`."""
+        if mode not in pipeline.SPLIT_OF_MODE:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(pipeline.MODES)}")
+        return pipeline.make_dataset(
+            self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.feature_keys, mode, hparams,
+            counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
+
+
+class IgnoreSkipped(SkipCounter):
+    """Skips bad examples without logging or counting them.
+
+    For passes over data whose bad examples are reported by another pass.
+    """
+
+    def record(self, error: InputError) -> None:
+        pass
+
+
+def _with_progress(samples, label):
+    """Passes `samples` through, logging how many went by and how fast."""
+    count, start = 0, time.monotonic()
+    last_report = start
+    for sample in samples:
+        yield sample
+        count += 1
+        now = time.monotonic()
+        if now - last_report >= _PROGRESS_EVERY_SECONDS:
+            logging.info("%s: %d examples (%.0f examples/s)", label, count, count / (now - start))
+            last_report = now
+    elapsed = max(time.monotonic() - start, 1e-9)
+    logging.info("%s: %d examples (%.0f examples/s)", label, count, count / elapsed)
+
+
+def _tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:
+    return sentence.tokens if isinstance(sentence, DependencyTree) else sentence
+
+
+def _temporary_name(path: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def _counts_text(counts: dict) -> str:
+    return ", ".join(f"{counts[split]} {split}" for split in SPLITS if split in counts)
+
+
+def _jsonable(value):
+    """Options as JSON would read them back (tuples become lists)."""
+    return json.loads(json.dumps(value))
