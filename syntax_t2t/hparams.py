@@ -134,6 +134,7 @@ class HParams:
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_types", {})
         object.__setattr__(self, "_element_types", {})
+        object.__setattr__(self, "_nullable", set())
         for name, value in defaults.items():
             self.define(name, value)
 
@@ -162,6 +163,8 @@ class HParams:
             element_type = _type_name(default[0])
         self._types[name] = type_name
         self._element_types[name] = element_type
+        if default is None:
+            self._nullable.add(name)
         self._values[name] = _check(name, type_name, default, element_type)
         return self
 
@@ -193,10 +196,20 @@ class HParams:
         return self._values.get(name, default)
 
     def set(self, name, value):
-        """Sets an existing parameter with type checking."""
+        """Sets an existing parameter with type checking.
+
+        `None` is accepted only by parameters whose default is `None`; for a
+        string parameter the override text `none` stays the string "none"
+        (e.g. `position_encoding=none`).
+        """
         if name not in self._values:
             raise HParamsError(self._unknown_message(name))
         type_name = self._types[name]
+        if value is None and name not in self._nullable:
+            if type_name == "str":
+                value = "none"
+            else:
+                raise HParamsError(f"hparam {name!r} is {type_name} and cannot be none")
         if type_name is None and value is not None:
             type_name = _type_name(value)
             self._types[name] = type_name
@@ -224,6 +237,7 @@ class HParams:
         clone._values.update(self.values())
         clone._types.update(self._types)
         clone._element_types.update(self._element_types)
+        clone._nullable.update(self._nullable)
         return clone
 
     def differences(self, other):
@@ -240,7 +254,8 @@ class HParams:
 
     def to_json(self, indent=2):
         return json.dumps({"values": self._values, "types": self._types,
-                           "element_types": self._element_types},
+                           "element_types": self._element_types,
+                           "nullable": sorted(self._nullable)},
                           indent=indent, sort_keys=True)
 
     @classmethod
@@ -250,4 +265,6 @@ class HParams:
         for name in sorted(data["values"]):
             hparams.define(name, data["values"][name], data["types"].get(name),
                            data.get("element_types", {}).get(name))
+        hparams._nullable.clear()
+        hparams._nullable.update(data.get("nullable", []))
         return hparams

@@ -127,3 +127,16 @@ def test_registered_sets_build_on_each_other():
     # A fresh object each time: overriding one does not leak into the next.
     base.parse("hidden_size=8")
     assert registry.hparams("transformer_base").hidden_size == 512
+
+
+def test_none_is_a_string_for_string_parameters_and_an_error_elsewhere():
+    hp = make().parse("e=none")
+    assert hp.e == "none"
+    with pytest.raises(HParamsError, match="'a' is int and cannot be none"):
+        make().parse("a=none")
+    hp = make().parse("maybe=none")
+    assert hp.maybe is None
+    assert HParams.from_json(hp.to_json()).parse("maybe=none").maybe is None
+    registry.import_all()
+    assert registry.hparams("transformer_base").parse(
+        "position_encoding=none").position_encoding == "none"
