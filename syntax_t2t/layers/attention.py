@@ -1,0 +1,288 @@
+"""Multi-head attention with every variant of the thesis, configured per layer and head.
+
+One layer covers all the attention the models need:
+
+* scaled dot-product attention (Vaswani et al. 2017) with boolean masks for
+  padding and causality, as in T2T (projections without biases, queries
+  scaled by 1/sqrt(d_k), masked logits pushed to -1e9);
+* key biases from label embeddings (thesis eq. 3.2-3.3):
+  `e_ij = q_i . (k_j + b_ij + t_ij) / sqrt(d_k)` for any set of label kinds
+  (relative positions, tree distances, tree traversals), each with a table
+  [L, d_k] shared by the heads; optional value biases
+  `o_i = sum_j a_ij (v_j + F[label_ij])` (Shaw et al.), see `label_bias.py`;
+* specialised heads (thesis 3.2): chosen heads project their queries and
+  keys from a second input (POS-tag or dependency-label embeddings) while
+  their values come from the token representations like every other head;
+* a parse head (thesis 4.1-4.2): the float32 logits of one chosen head are
+  returned, so that a model can train them against gold heads;
+* the probabilities of every head, for analysis and parse decoding;
+* a key/value cache for incremental decoding (keras-hub's convention).
+
+Logits, softmax and the returned probabilities are float32 under any Keras
+mixed-precision policy; the projections run in the compute dtype.
+"""
+
+import keras
+import tensorflow as tf
+
+from syntax_t2t.layers import label_bias
+
+# T2T's masking bias: large enough to zero a probability, small enough for float32.
+MASK_BIAS = -1e9
+
+
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention with label biases, specialised heads and a parse head.
+
+    Shapes: B batch, Sq queries, Sk keys, D model width, H heads, d = key_dim.
+
+    Args:
+        num_heads: H.
+        key_dim: d, the size of each head's queries, keys and values
+            (T2T: hidden_size / num_heads).
+        dropout: attention dropout, applied to the probabilities in training.
+        output_dim: width of the output; by default that of the queries.
+        label_vocab_sizes: `{name: L}` for each kind of label whose key
+            embeddings [L, d] bias the logits; `call` then needs
+            `labels[name]`.
+        value_bias_labels: the names in `label_vocab_sizes` that also get
+            value embeddings [L, d].
+        spec_heads: heads whose queries and keys are projected from
+            `spec_inputs` instead of the attended sequence.
+        parse_head: head whose float32 logits `call` returns as
+            `details["head_logits"]`; None for none.
+        kernel_initializer: initializer of the projections (T2T: Glorot
+            uniform, "uniform_unit_scaling" with gain 1).
+        label_initializer: initializer of the label embedding tables.
+        **kwargs: `keras.layers.Layer` arguments (name, dtype, ...).
+    """
+
+    def __init__(self, num_heads, key_dim, dropout=0.0, output_dim=None,
+                 label_vocab_sizes=None, value_bias_labels=(), spec_heads=(),
+                 parse_head=None, kernel_initializer="glorot_uniform",
+                 label_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = int(num_heads)
+        self.key_dim = int(key_dim)
+        self.dropout = float(dropout)
+        self.output_dim = output_dim
+        self.label_vocab_sizes = {str(k): int(v) for k, v in dict(label_vocab_sizes or {}).items()}
+        self.value_bias_labels = tuple(value_bias_labels)
+        self.spec_heads = tuple(int(h) for h in spec_heads)
+        self.parse_head = None if parse_head is None else int(parse_head)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.label_initializer = keras.initializers.get(label_initializer)
+        self._check_config()
+        self._dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self._num_regular_heads = self.num_heads - len(self.spec_heads)
+        # Position of each head in concat([regular heads, spec heads]).
+        regular = iter(range(self._num_regular_heads))
+        self._head_order = tuple(
+            self._num_regular_heads + self.spec_heads.index(h) if h in self.spec_heads
+            else next(regular) for h in range(self.num_heads))
+
+    def _check_config(self):
+        where = f"attention layer {self.name!r}"
+        if self.num_heads < 1 or self.key_dim < 1:
+            raise ValueError(f"{where}: num_heads and key_dim must be positive, "
+                             f"got {self.num_heads} and {self.key_dim}")
+        for head in self.spec_heads + (() if self.parse_head is None else (self.parse_head,)):
+            if not 0 <= head < self.num_heads:
+                raise ValueError(f"{where}: head {head} does not exist, "
+                                 f"heads are 0 .. {self.num_heads - 1}")
+        if len(set(self.spec_heads)) != len(self.spec_heads):
+            raise ValueError(f"{where}: spec_heads {list(self.spec_heads)} repeats a head")
+        for name, size in self.label_vocab_sizes.items():
+            if size < 1:
+                raise ValueError(
+                    f"{where}: label kind {name!r} needs at least one label, got {size}")
+        unknown = [n for n in self.value_bias_labels if n not in self.label_vocab_sizes]
+        if unknown:
+            raise ValueError(f"{where}: value_bias_labels {unknown} are not in "
+                             f"label_vocab_sizes {sorted(self.label_vocab_sizes)}")
+
+    def build(self, query_shape, memory_shape=None, spec_inputs_shape=None):
+        """Creates the weights.
+
+        Args:
+            query_shape: [B, Sq, D_query].
+            memory_shape: [B, Sk, D_memory] for cross-attention; None for
+                self-attention.
+            spec_inputs_shape: [B, S, D_spec], needed when there are
+                specialised heads.
+        """
+        query_dim = int(query_shape[-1])
+        memory_dim = query_dim if memory_shape is None else int(memory_shape[-1])
+        output_dim = self.output_dim or query_dim
+        heads, depth = self.num_heads, self.key_dim
+        regular = self._num_regular_heads
+        if regular:
+            self.query_kernel = self._kernel("query_kernel", (query_dim, regular, depth))
+            self.key_kernel = self._kernel("key_kernel", (memory_dim, regular, depth))
+        self.value_kernel = self._kernel("value_kernel", (memory_dim, heads, depth))
+        self.output_kernel = self._kernel("output_kernel", (heads, depth, output_dim))
+        if self.spec_heads:
+            if spec_inputs_shape is None:
+                raise ValueError(
+                    f"attention layer {self.name!r} has specialised heads "
+                    f"{list(self.spec_heads)}: build it with spec_inputs_shape")
+            spec_dim = int(spec_inputs_shape[-1])
+            shape = (spec_dim, len(self.spec_heads), depth)
+            self.spec_query_kernel = self._kernel("spec_query_kernel", shape)
+            self.spec_key_kernel = self._kernel("spec_key_kernel", shape)
+        self.key_label_tables = {
+            name: self.add_weight(name=f"{name}_key_embeddings", shape=(size, depth),
+                                  initializer=self.label_initializer)
+            for name, size in self.label_vocab_sizes.items()}
+        self.value_label_tables = {
+            name: self.add_weight(name=f"{name}_value_embeddings",
+                                  shape=(self.label_vocab_sizes[name], depth),
+                                  initializer=self.label_initializer)
+            for name in self.value_bias_labels}
+        self.built = True
+
+    def _kernel(self, name, shape):
+        return self.add_weight(name=name, shape=shape, initializer=self.kernel_initializer)
+
+    def _project(self, inputs, kernel):
+        """[B, S, D] x [D, h, d] -> [B, S, h, d] in the compute dtype."""
+        return tf.einsum("bsd,dhk->bshk", inputs, tf.cast(kernel, self.compute_dtype))
+
+    def _queries_or_keys(self, inputs, spec_inputs, kernel_name):
+        """Queries or keys of all heads, [B, S, H, d]; spec heads from `spec_inputs`."""
+        parts = []
+        if self._num_regular_heads:
+            parts.append(self._project(inputs, getattr(self, kernel_name)))
+        if self.spec_heads:
+            parts.append(self._project(spec_inputs, getattr(self, "spec_" + kernel_name)))
+        if len(parts) == 1 and self._head_order == tuple(range(self.num_heads)):
+            return parts[0]
+        return tf.gather(tf.concat(parts, axis=2), list(self._head_order), axis=2)
+
+    def keys_and_values(self, source, spec_inputs=None):
+        """Keys and values of `source`, stacked as a cache entry.
+
+        Args:
+            source: [B, Sk, D_memory] (the memory, or the query sequence for
+                self-attention).
+            spec_inputs: [B, Sk, D_spec] when there are specialised heads.
+
+        Returns:
+            [B, 2, Sk, H, d] in the compute dtype: keys, then values. Pass it
+            as `cache` without `cache_update_index` to attend to precomputed
+            memory (encoder-decoder attention during decoding).
+        """
+        source = tf.cast(source, self.compute_dtype)
+        spec_inputs = self._spec_inputs(spec_inputs)
+        keys = self._queries_or_keys(source, spec_inputs, "key_kernel")
+        values = self._project(source, self.value_kernel)
+        return tf.stack([keys, values], axis=1)
+
+    def _spec_inputs(self, spec_inputs):
+        if not self.spec_heads:
+            return None
+        if spec_inputs is None:
+            raise ValueError(f"attention layer {self.name!r} has specialised heads "
+                             f"{list(self.spec_heads)} but got no spec_inputs")
+        return tf.cast(spec_inputs, self.compute_dtype)
+
+    def _labels(self, labels, batch_size, query_length, key_length):
+        """Checks that every configured label kind is given; broadcasts to [B, Sq, Sk]."""
+        labels = labels or {}
+        missing = sorted(set(self.label_vocab_sizes) - set(labels))
+        if missing:
+            raise ValueError(f"attention layer {self.name!r} needs labels {missing}, "
+                             f"got {sorted(labels)}")
+        shape = tf.stack([batch_size, query_length, key_length])
+        return {name: tf.broadcast_to(tf.cast(labels[name], tf.int32), shape)
+                for name in self.label_vocab_sizes}
+
+    def call(self, query, memory=None, *, attention_mask=None, labels=None, spec_inputs=None,
+             cache=None, cache_update_index=None, return_probs=False, training=False):
+        """Attends from `query` to `memory` (or to itself).
+
+        Args:
+            query: [B, Sq, D_query].
+            memory: [B, Sk, D_memory] for cross-attention; None for
+                self-attention.
+            attention_mask: bool, broadcastable to [B, Sq, Sk]; True where a
+                query may attend to a key (see `masks.py`).
+            labels: `{name: int [B, Sq, Sk] or [Sq, Sk]}` label ids, one
+                entry for every kind in `label_vocab_sizes` (other entries are
+                ignored).
+            spec_inputs: [B, S, D_spec], the sequence the specialised heads
+                take queries and keys from (self-attention only).
+            cache: [B, 2, Sk, H, d] keys and values. With `cache_update_index`
+                the keys and values of `query` are written into it at that
+                position (incremental self-attention, Sk = maximum length);
+                without, it replaces the projection of `memory`
+                (precomputed encoder-decoder attention).
+            cache_update_index: int32 scalar, position of the first query.
+            return_probs: also return the probabilities of every head.
+            training: applies attention dropout.
+
+        Returns:
+            `(outputs, details)`: outputs [B, Sq, D_out] in the compute dtype;
+            details a dict with `"probs"` float32 [B, H, Sq, Sk] when
+            `return_probs`, `"head_logits"` float32 [B, Sq, Sk] (masked,
+            pre-softmax) when `parse_head` is set, and `"cache"` (the updated
+            cache) when `cache` is given.
+        """
+        if self.spec_heads and memory is not None:
+            raise ValueError(f"attention layer {self.name!r}: specialised heads need "
+                             "self-attention, got a memory")
+        query = tf.cast(query, self.compute_dtype)
+        spec_inputs = self._spec_inputs(spec_inputs)
+        details = {}
+        queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
+        queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
+
+        if cache is not None and cache_update_index is None:
+            keys_values = tf.cast(cache, self.compute_dtype)
+        else:
+            keys_values = self.keys_and_values(query if memory is None else memory, spec_inputs)
+            if cache is not None:
+                start = [0, 0, cache_update_index, 0, 0]
+                keys_values = keras.ops.slice_update(
+                    tf.cast(cache, self.compute_dtype), start, keys_values)
+        if cache is not None:
+            details["cache"] = keys_values
+        keys, values = keys_values[:, 0], keys_values[:, 1]
+
+        logits = tf.cast(tf.einsum("bqhd,bkhd->bhqk", queries, keys), tf.float32)
+        batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
+        labels = self._labels(labels, batch_size, query_length, tf.shape(keys)[1])
+        for name, table in self.key_label_tables.items():
+            logits += tf.cast(label_bias.label_logits(queries, table, labels[name]), tf.float32)
+        if attention_mask is not None:
+            mask = tf.cast(attention_mask, tf.bool)[:, None, :, :]
+            logits += tf.where(mask, 0.0, MASK_BIAS)
+        probs = tf.nn.softmax(logits, axis=-1)
+        if return_probs:
+            details["probs"] = probs
+        if self.parse_head is not None:
+            details["head_logits"] = logits[:, self.parse_head]
+
+        weights = self._dropout_layer(tf.cast(probs, self.compute_dtype), training=training)
+        context = tf.einsum("bhqk,bkhd->bqhd", weights, values)
+        for name, table in self.value_label_tables.items():
+            context += label_bias.label_values(weights, table, labels[name])
+        output_kernel = tf.cast(self.output_kernel, self.compute_dtype)
+        outputs = tf.einsum("bqhd,hdo->bqo", context, output_kernel)
+        return outputs, details
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            key_dim=self.key_dim,
+            dropout=self.dropout,
+            output_dim=self.output_dim,
+            label_vocab_sizes=dict(self.label_vocab_sizes),
+            value_bias_labels=list(self.value_bias_labels),
+            spec_heads=list(self.spec_heads),
+            parse_head=self.parse_head,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            label_initializer=keras.initializers.serialize(self.label_initializer),
+        )
+        return config

@@ -1,0 +1,61 @@
+"""Attention biases from label embeddings, without per-pair embedding tensors.
+
+Shaw et al. (2018) and thesis eq. 3.2-3.3 add a label embedding to every key,
+`e_ij = q_i . (k_j + E[label_ij]) / sqrt(d)`, and optionally to every value,
+`o_i = sum_j a_ij (v_j + F[label_ij])`. Expanding `E[label_ij]` per pair
+builds a [B, Sq, Sk, d] tensor, which is what made the thesis's TreeDistance
+and TreeTraversal models 70-200 % slower. The label vocabulary is small
+(L <= ~90), so both terms are computed per label instead:
+
+* key bias: `q_i . E[l]` for all labels l ([B, Sq, L, H], one small matmul),
+  then a gather by `label_ij`;
+* value bias: the probabilities are first summed per label,
+  `P[i, l] = sum_{j: label_ij = l} a_ij`, then `P @ F` ([B, Sq, H, d]).
+
+Queries arrive already scaled by 1/sqrt(d), so the key term needs no scaling.
+"""
+
+import tensorflow as tf
+
+
+def label_logits(queries, table, labels):
+    """Key-bias logits `q_i . E[label_ij]` for every head and pair.
+
+    Args:
+        queries: [B, Sq, H, d] (already scaled by 1/sqrt(d)).
+        table: [L, d] label embeddings, shared by the heads.
+        labels: int32 [B, Sq, Sk] label ids in [0, L).
+
+    Returns:
+        [B, H, Sq, Sk] in the dtype of `queries`.
+    """
+    table = tf.cast(table, queries.dtype)
+    per_label = tf.einsum("bqhd,ld->bqlh", queries, table)
+    # Gathering along L moves H-vectors, one per (query, key) pair.
+    per_pair = tf.gather(per_label, labels, axis=2, batch_dims=2)
+    return tf.transpose(per_pair, [0, 3, 1, 2])
+
+
+def label_values(probs, table, labels):
+    """Value-bias context `sum_j a_ij F[label_ij]` for every head and query.
+
+    Args:
+        probs: [B, H, Sq, Sk] attention probabilities.
+        table: [L, d] label value embeddings, shared by the heads.
+        labels: int32 [B, Sq, Sk] label ids in [0, L).
+
+    Returns:
+        [B, Sq, H, d] in the dtype of `probs`.
+    """
+    shape = tf.shape(probs)
+    batch_size, num_heads, query_length = shape[0], shape[1], shape[2]
+    num_labels = tf.shape(table)[0]
+    per_pair = tf.transpose(probs, [0, 2, 3, 1])
+    # One segment per (batch, query, label): segment ids index a flat
+    # [B * Sq * L] table of probability sums.
+    rows = tf.reshape(tf.range(batch_size * query_length), [batch_size, query_length, 1])
+    segments = rows * num_labels + labels
+    per_label = tf.math.unsorted_segment_sum(
+        per_pair, segments, batch_size * query_length * num_labels)
+    per_label = tf.reshape(per_label, [batch_size, query_length, num_labels, num_heads])
+    return tf.einsum("bqlh,ld->bqhd", per_label, tf.cast(table, probs.dtype))

@@ -1,0 +1,183 @@
+"""Pairwise label matrices computed on the device from per-token heads.
+
+The numpy functions of `syntax_t2t.data.features` define the labels of one
+sentence; these TensorFlow functions compute the same labels for a padded
+batch, so that T x T matrices never have to be stored or fed (design.md). They
+are plain tensor programs (a few batched matmuls, no Python loop over tokens),
+valid inside `tf.function(jit_compile=True)`.
+
+Batches follow design.md: `src_heads` [B, S] holds 1-based heads (0 = ROOT)
+for the words and -1 for every position that is not a word of the tree (the
+`<EOS>` position and padding). Pairs that involve such a position get one
+extra label, the *no-tree* label, which is the last id of each label space
+here (`*_label_count(...) - 1`); the ids of word pairs are exactly those of
+`features.py`. With `include_root=True` the ROOT node comes first, as in the
+`<ROOT>`-prefixed source of DepParse (position 0 = ROOT, position i = token
+i), and its row and column carry its real tree labels.
+"""
+
+import math
+
+import tensorflow as tf
+
+from syntax_t2t.data import features
+
+
+def relative_position_labels(query_length, key_length, max_relative_position, query_offset=0):
+    """Clipped relative positions of Shaw et al. (2018), as `features.relative_positions`.
+
+    Args:
+        query_length: Sq, number of query positions.
+        key_length: Sk, number of key positions.
+        max_relative_position: clipping distance k (> 0).
+        query_offset: position of the first query (the decoding step when
+            queries are a suffix of the keys, e.g. with a key/value cache).
+
+    Returns:
+        int32 [Sq, Sk]; entry (i, j) is `clip(j - (i + offset), -k, k) + k`.
+    """
+    queries = tf.range(query_length, dtype=tf.int32) + tf.cast(query_offset, tf.int32)
+    keys = tf.range(key_length, dtype=tf.int32)
+    offsets = keys[None, :] - queries[:, None]
+    k = max_relative_position
+    return tf.clip_by_value(offsets, -k, k) + k
+
+
+def relative_position_label_count(max_relative_position):
+    """Size of the relative-position label space: 2k + 1 (no no-tree label needed)."""
+    return features.relative_position_vocab_size(max_relative_position)
+
+
+def tree_distance_label_count(max_distance):
+    """Tree-distance labels of `features.py` plus the final no-tree label."""
+    return features.tree_distance_vocab_size(max_distance) + 1
+
+
+def tree_traversal_label_count(max_traversal):
+    """Traversal labels of `features.py` plus the final no-tree label."""
+    return features.traversal_vocab_size(max_traversal) + 1
+
+
+def _ancestors(heads):
+    """Ancestor-or-self matrix of the ROOT-inclusive node set of each sentence.
+
+    Non-word positions (head -1) are attached to ROOT so that the computation
+    stays a tree; their labels are replaced by the no-tree label afterwards
+    and no word can have them as ancestors.
+
+    Args:
+        heads: int32 [B, S], 1-based heads, 0 = ROOT, -1 = not a word.
+
+    Returns:
+        `ancestors`: float32 [B, N, N] with N = S + 1; entry (i, k) is 1 iff
+        node k is on the path from node i up to ROOT (both included).
+        `is_node`: bool [B, N], false for non-word positions.
+    """
+    heads = tf.convert_to_tensor(heads, tf.int32)
+    batch_size, length = tf.shape(heads)[0], tf.shape(heads)[1]
+    num_nodes = length + 1
+    is_word = heads >= 0
+    # Clipping keeps malformed heads inside the tensor instead of reading
+    # garbage on accelerators; trees are validated when data is generated.
+    parents = tf.clip_by_value(tf.where(is_word, heads, 0), 0, length)
+    parents = tf.concat([tf.zeros([batch_size, 1], tf.int32), parents], axis=1)
+    is_node = tf.concat([tf.ones([batch_size, 1], tf.bool), is_word], axis=1)
+    # reach(t) = "k is at most 2^t steps above i"; squaring doubles the reach.
+    # Every path to ROOT has at most N - 1 edges, so ceil(log2(N)) squarings
+    # close the relation (an extra one would not change it).
+    reach = tf.one_hot(parents, num_nodes, dtype=tf.float32)
+    reach = tf.minimum(reach + tf.eye(num_nodes, dtype=tf.float32)[None], 1.0)
+    squarings = tf.cast(
+        tf.math.ceil(tf.math.log(tf.cast(num_nodes, tf.float32)) / math.log(2.0)), tf.int32)
+    _, ancestors = tf.while_loop(
+        lambda step, _: step < squarings,
+        lambda step, relation: (step + 1, tf.minimum(tf.matmul(relation, relation), 1.0)),
+        (tf.constant(0), reach))
+    return ancestors, is_node
+
+
+def _climbs(ancestors):
+    """Depths and the steps up and down of every shortest path.
+
+    The lowest common ancestor of i and j is their deepest common ancestor,
+    so its depth is the number of common ancestors minus one.
+
+    Returns:
+        `depth` float32 [B, N]; `up`, `down` float32 [B, N, N].
+    """
+    depth = tf.reduce_sum(ancestors, axis=-1) - 1.0
+    common = tf.matmul(ancestors, ancestors, transpose_b=True)
+    lca_depth = common - 1.0
+    return depth, depth[:, :, None] - lca_depth, depth[:, None, :] - lca_depth
+
+
+def _finish(labels, is_node, no_tree_label, include_root):
+    """Applies the no-tree label and drops ROOT's row and column if asked."""
+    pair_is_tree = is_node[:, :, None] & is_node[:, None, :]
+    labels = tf.where(pair_is_tree, labels, no_tree_label)
+    return labels if include_root else labels[:, 1:, 1:]
+
+
+def tree_distance_labels(heads, max_distance, include_root=False):
+    """Tree-distance labels of a batch (thesis 3.1.2), as `features.tree_distance_labels`.
+
+    Args:
+        heads: int [B, S], 1-based heads, 0 = ROOT, -1 = not a word.
+        max_distance: largest distance with its own label; longer distances
+            get the overflow label `max_distance + 1`.
+        include_root: prepend ROOT as row/column 0.
+
+    Returns:
+        int32 [B, S, S], or [B, S + 1, S + 1] with `include_root`; pairs with
+        a non-word position get `tree_distance_label_count(max_distance) - 1`.
+    """
+    ancestors, is_node = _ancestors(heads)
+    _, up, down = _climbs(ancestors)
+    distance = tf.cast(up + down, tf.int32)
+    labels = tf.minimum(distance, max_distance + 1)
+    return _finish(labels, is_node, tree_distance_label_count(max_distance) - 1, include_root)
+
+
+def tree_traversal_labels(heads, max_traversal, include_root=False):
+    """Tree-traversal label ids of a batch (thesis 3.1.3), as `features.traversal_labels`.
+
+    A path that climbs exactly once and then descends is a sibling move; its
+    first node below the common head is the ancestor of j at the depth of i,
+    and its side (L or R) is whether that sibling comes before or after i.
+
+    Args:
+        heads: int [B, S], 1-based heads, 0 = ROOT, -1 = not a word.
+        max_traversal: longest code with its own label; longer codes get the
+            overflow id `features.traversal_vocab_size(max_traversal) - 1`.
+        include_root: prepend ROOT as row/column 0.
+
+    Returns:
+        int32 [B, S, S], or [B, S + 1, S + 1] with `include_root`; ids index
+        `features.traversal_vocab(max_traversal)`; pairs with a non-word
+        position get `tree_traversal_label_count(max_traversal) - 1`.
+    """
+    ancestors, is_node = _ancestors(heads)
+    depth, up, down = _climbs(ancestors)
+    num_nodes = tf.shape(depth)[1]
+    node_index = tf.range(num_nodes, dtype=tf.float32)
+    # through[i, j] = sum_k [depth(k) == depth(i)] * k * ancestors[j, k]: the
+    # ancestor of j at the depth of i (only read where depth(j) > depth(i)).
+    same_depth = tf.cast(tf.equal(depth[:, :, None], depth[:, None, :]), tf.float32)
+    through = tf.matmul(same_depth * node_index[None, None, :], ancestors, transpose_b=True)
+    sibling_move = tf.equal(up, 1.0) & (down >= 1.0)
+    is_left = through < node_index[None, :, None]
+    up, down = tf.cast(up, tf.int32), tf.cast(down, tf.int32)
+
+    # Ids as in `features.traversal_vocab`: U^a D^b grouped by length s = a + b
+    # then by a; then L D^c and R D^c for c = 0 .. T - 1; then overflow.
+    plain_length = up + down
+    plain_id = plain_length * (plain_length + 1) // 2 + up
+    sibling_base = (max_traversal + 1) * (max_traversal + 2) // 2
+    side_offset = tf.where(is_left, 0, max_traversal)
+    # A sibling code "L D^c" replaces "U D^(c+1)": its length is `down`.
+    sibling_id = sibling_base + side_offset + (down - 1)
+    labels = tf.where(sibling_move, sibling_id, plain_id)
+    code_length = tf.where(sibling_move, down, plain_length)
+    labels = tf.where(code_length > max_traversal,
+                      features.traversal_vocab_size(max_traversal) - 1, labels)
+    return _finish(labels, is_node, tree_traversal_label_count(max_traversal) - 1, include_root)

@@ -1,0 +1,25 @@
+"""Registered models. Importing this package registers every model.
+
+| name | thesis | module |
+|---|---|---|
+| `transformer` | Transformer base / relative (2.3, 5.2) | `transformer.py` |
+| `tree_distance` | TreeDistance (3.1.2) | `tree_distance.py` |
+| `tree_traversal` | TreeTraversal (3.1.3) | `tree_traversal.py` |
+| `spec_pos` | SpecPOS (3.2) | `spec_pos.py` |
+| `spec_dep` | SpecDep (3.2) | `spec_dep.py` |
+| `dep_parse` | DepParse (4.1) | `dep_parse.py` |
+| `diagonal_parse` | DiagonalParse (4.2) | `diagonal_parse.py` |
+
+Relative positions combine with every model through the hparam
+`max_relative_position` (the `transformer_relative` set).
+"""
+
+from syntax_t2t.models import (  # noqa: F401
+    dep_parse,
+    diagonal_parse,
+    spec_dep,
+    spec_pos,
+    transformer,
+    tree_distance,
+    tree_traversal,
+)

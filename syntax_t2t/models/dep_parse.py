@@ -1,0 +1,23 @@
+"""DepParse (thesis 4.1): a self-attention head trained as a dependency parser."""
+
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.models.parse_head import ParseHeadTransformer
+
+
+@registry.register_model("dep_parse")
+class DepParse(ParseHeadTransformer):
+    """Joint translation and dependency parsing from one encoder head.
+
+    The gold head of token i (position i of the `<ROOT>`-prefixed source) is
+    `src_heads[i - 1]`, already a position (0 = ROOT). Trees are needed for
+    training only: decoding reads `inputs` alone.
+    """
+
+    train_features = frozenset({"inputs", "targets", "src_heads"})
+    decode_features = frozenset({"inputs"})
+
+    def gold_head_positions(self, features, source_ids):
+        heads = self.source_heads(features, source_ids)
+        return tf.pad(heads, [[0, 0], [1, 0]], constant_values=-1)

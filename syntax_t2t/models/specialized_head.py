@@ -1,0 +1,61 @@
+"""Specialised attention heads (thesis 3.2), the common part of SpecPOS and SpecDep."""
+
+import tensorflow as tf
+
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers.embedding import TokenEmbedding
+from syntax_t2t.models.transformer import EOS_ID, PAD_ID, ROOT_ID, Transformer, fit_length
+
+TAG_FEATURES = frozenset({"src_deprel", "src_upos", "src_xpos"})
+
+
+class SpecializedHeadTransformer(Transformer):
+    """Transformer with heads whose queries and keys come from tag embeddings.
+
+    In encoder layer `spec_layer` (default 0), the heads `spec_heads`
+    (default [0]) project their queries and keys from the embedding of a
+    per-token tag sequence instead of the token representation; their values
+    still come from the token representation (thesis Figure 3.4). The tag of
+    the `<EOS>` position is the reserved `<EOS>` id, so it has its own
+    embedding. Subclasses name the batch feature and vocabulary of the tags;
+    an instance's `train_features` and `decode_features` include that feature.
+    """
+
+    #: Batch key of the tag ids, e.g. "src_deprel".
+    tag_feature = None
+    #: Key of the tag vocabulary in `vocab_sizes`, e.g. "deprel".
+    tag_vocabulary = None
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        super().__init__(hparams, vocab_sizes, **kwargs)
+        # The class attributes name the default tag set; keep the other
+        # features (of combined models) and swap in the chosen tags.
+        self.train_features = type(self).train_features - TAG_FEATURES | {self.tag_feature}
+        self.decode_features = type(self).decode_features - TAG_FEATURES | {self.tag_feature}
+        self.tag_embedding = TokenEmbedding(
+            self.vocab_size(self.tag_vocabulary), self.hparams.hidden_size, name="tag_embedding")
+        self.tag_embedding.build((None, None))
+
+    def check_hparams(self):
+        super().check_hparams()
+        hp = self.hparams
+        if not hp.spec_heads:
+            raise HParamsError("spec_heads=[] names no head to specialise")
+        if len(set(hp.spec_heads)) != len(hp.spec_heads):
+            raise HParamsError(f"spec_heads={hp.spec_heads} repeats a head")
+        self.check_encoder_position("spec_layer", hp.spec_layer, "spec_heads", hp.spec_heads)
+
+    def spec_heads(self, layer_index):
+        return tuple(self.hparams.spec_heads) if layer_index == self.hparams.spec_layer else ()
+
+    def spec_inputs(self, features, source_ids):
+        """Tag embeddings [B, S', D] aligned with `source_ids`."""
+        if self.tag_feature not in features:
+            raise KeyError(f"model {type(self).__name__} needs the batch feature "
+                           f"{self.tag_feature!r}; the batch has {sorted(features)}")
+        length = tf.shape(source_ids)[1] - (1 if self.prefix_root else 0)
+        tags = fit_length(features[self.tag_feature], length, PAD_ID)
+        if self.prefix_root:
+            tags = tf.pad(tags, [[0, 0], [1, 0]], constant_values=ROOT_ID)
+        tags = tf.where(tf.equal(source_ids, EOS_ID), EOS_ID, tags)
+        return self.tag_embedding(tags)

@@ -1,0 +1,401 @@
+"""The Transformer of T2T 1.5.6 as used in the thesis, and the base of every syntax model.
+
+Semantics follow `transformer_base` (thesis 5.2): separate source and target
+vocabularies; embeddings scaled by sqrt(D) with padding embedded as zeros;
+the target embedding shared with the softmax; T2T's sinusoidal positions
+(switchable off); pre-layer-norm blocks with dropout-residual
+post-processing and a final layer norm on the encoder and decoder outputs;
+label smoothing 0.1. Relative positions (Shaw et al.) are on in encoder and
+decoder self-attention whenever `max_relative_position > 0`, as with T2T's
+`dot_product_relative` self-attention, so any model combines with them.
+Their value embeddings (Shaw et al.; always on in T2T) are added only with
+`relative_value_bias=true`: the thesis's eq. 3.2-3.3 bias the keys only.
+T2T's learned "target space" vector added to every encoder input is left
+out: it is a constant bias with one target language.
+
+The syntax models subclass this one and override a few hooks:
+`tree_label_vocab_sizes` / `source_labels` (key biases from trees),
+`spec_heads` / `spec_inputs` (specialised heads), `parse_head` (parse
+heads), `compute_losses`; and the class attributes `train_features`,
+`decode_features` and `prefix_root`.
+
+Decoding: `encode` once, `decoder_memory` once (the encoder-decoder keys and
+values, the same for every beam), then `decode_step` per position with a
+fixed-size self-attention cache from `initial_decoder_cache`; this is the
+`symbols_to_logits_fn(ids, step, cache)` of `syntax_t2t.decoding`.
+"""
+
+import keras
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.layers import masks, tree_labels
+from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
+from syntax_t2t.layers.embedding import TokenEmbedding
+from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
+from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding
+from syntax_t2t.models import losses
+
+PAD_ID, EOS_ID, ROOT_ID = 0, 1, 3
+POSITION_ENCODINGS = ("sinusoid", "none")
+RELATIVE = "relative"
+
+
+def fit_length(values, length, pad_value):
+    """Pads with `pad_value` or cuts the last axis of [B, S'] to `length`."""
+    values = tf.cast(values, tf.int32)
+    missing = tf.maximum(length - tf.shape(values)[1], 0)
+    values = tf.pad(values, [[0, 0], [0, missing]], constant_values=pad_value)
+    return values[:, :length]
+
+
+def shift_right(targets):
+    """Decoder inputs for teacher forcing: `[0, y_1, .., y_{T-1}]` (T2T's shift_right)."""
+    targets = tf.cast(targets, tf.int32)
+    return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]
+
+
+@registry.register_model("transformer")
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer (Vaswani et al. 2017) with T2T's choices.
+
+    Args:
+        hparams: an `HParams` with the names of `hparams/transformer.py`;
+            the model keeps a copy.
+        vocab_sizes: the problem's vocabulary sizes, `{"inputs": .., "targets":
+            .., "deprel": .., "upos": .., "xpos": ..}`; each model reads the
+            ones it uses.
+        **kwargs: `keras.Model` arguments (name, ...).
+
+    Raises:
+        HParamsError: an hparam is out of range (a layer or head that does
+            not exist, an unknown position encoding, ...).
+        KeyError: `vocab_sizes` lacks a vocabulary the model needs.
+    """
+
+    #: Batch keys needed for training.
+    train_features = frozenset({"inputs", "targets"})
+    #: Batch keys needed for decoding.
+    decode_features = frozenset({"inputs"})
+    #: Whether the source gets a `<ROOT>` (id 3) prefix inside the model.
+    prefix_root = False
+    #: The id fed to `decode_step` at step 0 (targets are shifted right with padding).
+    decode_start_id = PAD_ID
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        super().__init__(**kwargs)
+        self.hparams = hparams.copy()
+        self.vocab_sizes = {str(k): int(v) for k, v in dict(vocab_sizes).items()}
+        self.check_hparams()
+        hp = self.hparams
+        hidden = hp.hidden_size
+        self.key_dim = hidden // hp.num_heads
+        self.source_embedding = TokenEmbedding(
+            self.vocab_size("inputs"), hidden, name="source_embedding")
+        self.target_embedding = TokenEmbedding(
+            self.vocab_size("targets"), hidden, name="target_embedding")
+        self.softmax_embedding = (
+            self.target_embedding if hp.shared_embedding_and_softmax_weights
+            else TokenEmbedding(self.vocab_size("targets"), hidden, scale=False, name="softmax"))
+        self.position_encoding = (
+            SinusoidalPositionEncoding(name="position_encoding")
+            if self.position_encoding_name() == "sinusoid" else None)
+        self.embedding_dropout = keras.layers.Dropout(hp.layer_prepostprocess_dropout)
+
+        relative = self.relative_label_vocab_sizes()
+        value_bias_labels = list(relative) if hp.relative_value_bias else []
+        block = dict(hidden_size=hidden, filter_size=hp.filter_size, num_heads=hp.num_heads,
+                     attention_dropout=hp.attention_dropout, relu_dropout=hp.relu_dropout,
+                     residual_dropout=hp.layer_prepostprocess_dropout,
+                     value_bias_labels=value_bias_labels)
+        self.encoder_layers = [
+            TransformerEncoderLayer(
+                label_vocab_sizes={**relative, **self.tree_label_vocab_sizes()},
+                spec_heads=self.spec_heads(i), parse_head=self.parse_head(i),
+                name=f"encoder_layer_{i}", **block)
+            for i in range(hp.num_encoder_layers)]
+        self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
+        self.decoder_layers = [
+            TransformerDecoderLayer(label_vocab_sizes=relative, name=f"decoder_layer_{i}", **block)
+            for i in range(hp.num_decoder_layers)]
+        self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
+        self._build_layers()
+
+    # ----------------------------------------------------------------- setup
+
+    def check_hparams(self):
+        """Raises `HParamsError` for values the model cannot use."""
+        hp = self.hparams
+        if hp.hidden_size % hp.num_heads:
+            raise HParamsError(f"hidden_size={hp.hidden_size} is not divisible by "
+                               f"num_heads={hp.num_heads}")
+        if self.position_encoding_name() not in POSITION_ENCODINGS:
+            raise HParamsError(f"position_encoding={hp.position_encoding!r}: expected one of "
+                               f"{', '.join(POSITION_ENCODINGS)}")
+        if hp.max_relative_position < 0:
+            raise HParamsError(f"max_relative_position={hp.max_relative_position} must be "
+                               f">= 0 (0 = no relative positions)")
+
+    def position_encoding_name(self):
+        """`hparams.position_encoding`, reading `None` as "none".
+
+        `--hparams=position_encoding=none` parses the literal `none` as None.
+        """
+        return self.hparams.position_encoding or "none"
+
+    def check_encoder_position(self, layer_name, layer, head_name, heads):
+        """Checks that encoder `layer` and every head in `heads` exist."""
+        hp = self.hparams
+        if not 0 <= layer < hp.num_encoder_layers:
+            raise HParamsError(f"{layer_name}={layer}: the encoder has layers 0 .. "
+                               f"{hp.num_encoder_layers - 1}")
+        for head in heads:
+            if not 0 <= head < hp.num_heads:
+                raise HParamsError(f"{head_name}={head}: the layers have heads 0 .. "
+                                   f"{hp.num_heads - 1}")
+
+    def vocab_size(self, key):
+        """The size of vocabulary `key`, with a clear error when the problem lacks it."""
+        if key not in self.vocab_sizes:
+            raise KeyError(f"model {type(self).__name__} needs vocab_sizes[{key!r}]; the "
+                           f"problem gives {sorted(self.vocab_sizes)}")
+        return self.vocab_sizes[key]
+
+    def _build_layers(self):
+        """Creates every weight now: their shapes depend on hparams only."""
+        hidden = self.hparams.hidden_size
+        sequence = (None, None, hidden)
+        self.source_embedding.build((None, None))
+        self.target_embedding.build((None, None))
+        if self.softmax_embedding is not self.target_embedding:
+            self.softmax_embedding.build((None, None))
+        for layer in self.encoder_layers:
+            layer.build(sequence, spec_inputs_shape=sequence if layer.spec_heads else None)
+        for layer in self.decoder_layers:
+            layer.build(sequence, sequence)
+        self.encoder_norm.build(sequence)
+        self.decoder_norm.build(sequence)
+        self.built = True
+
+    def get_config(self):
+        return {"name": self.name, "hparams": self.hparams.to_json(),
+                "vocab_sizes": dict(self.vocab_sizes)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        hparams = HParams.from_json(config.pop("hparams"))
+        return cls(hparams, config.pop("vocab_sizes"), **config)
+
+    # ----------------------------------------------------------------- hooks
+
+    def relative_label_vocab_sizes(self):
+        """`{"relative": 2k + 1}` when relative positions are on, else `{}`."""
+        k = self.hparams.max_relative_position
+        return {RELATIVE: tree_labels.relative_position_label_count(k)} if k > 0 else {}
+
+    def tree_label_vocab_sizes(self):
+        """Label kinds derived from source trees, `{name: L}` (none here)."""
+        return {}
+
+    def source_labels(self, features, source_ids):
+        """Label ids for the encoder's self-attention biases.
+
+        Args:
+            features: the batch.
+            source_ids: int32 [B, S'] as the encoder sees them.
+
+        Returns:
+            `{name: int32 [B, S', S'] or [S', S']}` for every kind in the
+            encoder's label vocabularies.
+        """
+        k = self.hparams.max_relative_position
+        if k <= 0:
+            return {}
+        length = tf.shape(source_ids)[1]
+        return {RELATIVE: tree_labels.relative_position_labels(length, length, k)}
+
+    def spec_heads(self, layer_index):
+        """Specialised heads of encoder layer `layer_index` (none here)."""
+        return ()
+
+    def spec_inputs(self, features, source_ids):
+        """[B, S', D] the specialised heads' queries and keys come from (None here)."""
+        return None
+
+    def parse_head(self, layer_index):
+        """The parse head of encoder layer `layer_index`, or None (none here)."""
+        return None
+
+    # ------------------------------------------------------------- encoding
+
+    def source_ids(self, features):
+        """`inputs`, `<ROOT>`-prefixed for parse models: int32 [B, S'] (S' = S or S + 1)."""
+        ids = tf.cast(features["inputs"], tf.int32)
+        if self.prefix_root:
+            ids = tf.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
+        return ids
+
+    def source_heads(self, features, source_ids):
+        """`src_heads` fitted to the words of `source_ids`: int32 [B, S], -1 = no word.
+
+        Raises:
+            KeyError: the batch has no `src_heads`.
+        """
+        if "src_heads" not in features:
+            raise KeyError(f"model {type(self).__name__} needs the batch feature 'src_heads' "
+                           f"(source trees); the batch has {sorted(features)}")
+        length = tf.shape(source_ids)[1] - (1 if self.prefix_root else 0)
+        return fit_length(features["src_heads"], length, -1)
+
+    def _embed(self, embedding, ids, start, training):
+        x = embedding(ids)
+        if self.position_encoding is not None:
+            x = self.position_encoding(x, start=start)
+        return self.embedding_dropout(x, training=training)
+
+    def encode(self, features, training=False, return_attention=False):
+        """Runs the encoder.
+
+        Args:
+            features: the batch; at least `decode_features`.
+            training: applies dropout.
+            return_attention: also return every layer's self-attention.
+
+        Returns:
+            dict with `"outputs"` [B, S', D] (compute dtype), `"padding_mask"`
+            bool [B, S']; `"attention"`, a list of float32 [B, H, S', S'] per
+            layer, with `return_attention`; `"parse_logits"` float32
+            [B, S', S'] for models with a parse head.
+        """
+        source_ids = self.source_ids(features)
+        x = self._embed(self.source_embedding, source_ids, 0, training)
+        attention_mask = masks.key_padding_mask(source_ids)
+        labels = self.source_labels(features, source_ids)
+        spec_inputs = self.spec_inputs(features, source_ids)
+        encoded = {}
+        attention = []
+        for layer in self.encoder_layers:
+            x, details = layer(
+                x, attention_mask=attention_mask, labels=labels,
+                spec_inputs=spec_inputs if layer.spec_heads else None,
+                return_probs=return_attention, training=training)
+            if return_attention:
+                attention.append(details["probs"])
+            if "head_logits" in details:
+                encoded["parse_logits"] = details["head_logits"]
+        encoded["outputs"] = self.encoder_norm(x)
+        encoded["padding_mask"] = masks.padding_mask(source_ids)
+        if return_attention:
+            encoded["attention"] = attention
+        return encoded
+
+    # ------------------------------------------------------------- decoding
+
+    def _target_labels(self, query_length, key_length, query_offset):
+        k = self.hparams.max_relative_position
+        if k <= 0:
+            return {}
+        return {RELATIVE: tree_labels.relative_position_labels(
+            query_length, key_length, k, query_offset)}
+
+    def output_logits(self, decoder_outputs):
+        """float32 [..., V] from decoder outputs [..., D]."""
+        return self.softmax_embedding.logits(decoder_outputs)
+
+    def decode(self, targets, encoded, training=False):
+        """Teacher-forced decoder: logits float32 [B, T, V] for `targets` [B, T]."""
+        decoder_ids = shift_right(targets)
+        x = self._embed(self.target_embedding, decoder_ids, 0, training)
+        length = tf.shape(decoder_ids)[1]
+        causal = masks.causal_mask(length)
+        memory_mask = encoded["padding_mask"][:, None, :]
+        labels = self._target_labels(length, length, 0)
+        for layer in self.decoder_layers:
+            x, _ = layer(x, encoded["outputs"], self_attention_mask=causal,
+                         memory_mask=memory_mask, labels=labels, training=training)
+        return self.output_logits(self.decoder_norm(x))
+
+    def decoder_memory(self, encoded):
+        """What every decoding step reads but never changes (tile it per beam once).
+
+        Returns:
+            dict with `"padding_mask"` bool [B, S'] and `"cross_attention"`, a
+            list of [B, 2, S', H, d] keys and values per decoder layer.
+        """
+        return {"padding_mask": encoded["padding_mask"],
+                "cross_attention": [layer.memory_cache(encoded["outputs"])
+                                    for layer in self.decoder_layers]}
+
+    def initial_decoder_cache(self, batch_size, max_length):
+        """Empty self-attention caches for `max_length` decoding steps.
+
+        Returns:
+            `{"self_attention": [zeros [B, 2, max_length, H, d] per layer]}`
+            in the compute dtype.
+        """
+        shape = [batch_size, 2, max_length, self.hparams.num_heads, self.key_dim]
+        return {"self_attention": [tf.zeros(shape, self.compute_dtype)
+                                   for _ in self.decoder_layers]}
+
+    def decode_step(self, ids, step, cache, memory, training=False):
+        """Logits of target position `step` given the previous token.
+
+        Args:
+            ids: int32 [B], the token at position `step - 1` of the output
+                (`decode_start_id` at step 0).
+            step: int32 scalar, the position being predicted.
+            cache: from `initial_decoder_cache` or the previous step.
+            memory: from `decoder_memory`.
+            training: applies dropout.
+
+        Returns:
+            `(logits float32 [B, V], cache)` with this step's keys and values
+            written into the cache.
+        """
+        ids = tf.cast(ids, tf.int32)[:, None]
+        x = self._embed(self.target_embedding, ids, step, training)
+        max_length = tf.shape(cache["self_attention"][0])[2]
+        causal = masks.causal_mask(1, max_length, step)
+        labels = self._target_labels(1, max_length, step)
+        memory_mask = memory["padding_mask"][:, None, :]
+        new_caches = []
+        for layer, layer_cache, memory_cache in zip(
+                self.decoder_layers, cache["self_attention"], memory["cross_attention"]):
+            x, details = layer(x, self_attention_mask=causal, memory_mask=memory_mask,
+                               labels=labels, self_attention_cache=layer_cache,
+                               cache_update_index=step, memory_cache=memory_cache,
+                               training=training)
+            new_caches.append(details["self_attention_cache"])
+        logits = self.output_logits(self.decoder_norm(x))[:, 0]
+        return logits, {"self_attention": new_caches}
+
+    # ------------------------------------------------------ training interface
+
+    def call(self, features, training=False, return_attention=False):
+        """Teacher-forced forward pass.
+
+        Args:
+            features: the batch; at least `train_features` (parse models run
+                without gold heads too, then only the loss needs them).
+            training: applies dropout.
+            return_attention: also return every encoder layer's self-attention.
+
+        Returns:
+            dict with `"logits"` float32 [B, T, V]; `"parse_logits"` float32
+            [B, S', S'] for parse models; `"attention"` (list of float32
+            [B, H, S', S']) with `return_attention`.
+        """
+        encoded = self.encode(features, training=training, return_attention=return_attention)
+        outputs = {"logits": self.decode(features["targets"], encoded, training=training)}
+        for key in ("parse_logits", "attention"):
+            if key in encoded:
+                outputs[key] = encoded[key]
+        return outputs
+
+    def compute_losses(self, features, outputs):
+        """Scalar float32 losses: `"nmt"` and `"total"` (the same here)."""
+        nmt = losses.label_smoothed_cross_entropy(
+            outputs["logits"], features["targets"], self.hparams.label_smoothing)
+        return {"nmt": nmt, "total": nmt}
