@@ -31,6 +31,22 @@ the next run starts over.
 Options (vocabulary size, split sizes, shard counts, ...) are class
 attributes listed in `option_names`; override them in a subclass or per
 instance, `SyntheticSyntaxReorder(train_size=1000)`.
+
+Subwords. With the option `subwords` ("joint": one WordPiece vocabulary
+learnt from both sides, as the Pascal paper's joint BPE; "separate": one per
+side; `subword_vocab_size` entries at most, see `syntax_t2t.data.subwords`),
+`inputs` and `targets` hold subword ids and the word-level syntax is
+projected onto the source subwords (`syntax_t2t.data.subword_syntax`):
+`src_heads` become the SISA heads over subwords (every subword depends on the
+first subword of its head word; 1-based subword positions, 0 = ROOT), the
+labels and tags of a word are copied to each of its subwords, and
+`src_word_position` gives the 1-based position of the word each subword
+belongs to, so that models can group subwords into words. Decoding glues
+subwords back into exactly the original words.
+
+Lemmas. With `source_lemmas`, problems with source trees also store
+`src_lemma`, lemma ids from a word-level `lemma` vocabulary (the source
+factors of Sennrich and Haddow 2016).
 """
 
 import collections
@@ -46,8 +62,10 @@ import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils, registry
-from syntax_t2t.data import pipeline
+from syntax_t2t.data import pipeline, subword_syntax
+from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
 from syntax_t2t.errors import InputError, SkipCounter
 
@@ -56,6 +74,9 @@ SPLITS = (TRAIN, DEV, TEST)
 
 INPUTS, TARGETS = "inputs", "targets"
 SOURCE_TREE_FEATURES = ("src_heads", "src_deprel", "src_upos", "src_xpos")
+WORD_POSITION_FEATURE = "src_word_position"
+LEMMA_FEATURE = "src_lemma"
+SUBWORD_MODES = ("joint", "separate")
 # Vocabulary name of each source tree feature that holds ids.
 TAG_VOCABULARIES = {"src_deprel": "deprel", "src_upos": "upos", "src_xpos": "xpos"}
 
@@ -95,8 +116,16 @@ class Problem:
     num_shards = {TRAIN: 10, DEV: 1, TEST: 1}
     #: Seeds problems that sample their data; others ignore it.
     random_seed = 1
+    #: None for word vocabularies; "joint" or "separate" subword vocabularies
+    #: (see the module docstring).
+    subwords: Optional[str] = None
+    #: Largest subword vocabulary per side, the reserved ids included.
+    subword_vocab_size = 16_000
+    #: Also store the lemma ids of source words (`src_lemma`).
+    source_lemmas = False
 
-    option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed")
+    option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed", "subwords",
+                    "subword_vocab_size", "source_lemmas")
 
     def __init__(self, **options):
         for key, value in options.items():
@@ -105,6 +134,12 @@ class Problem:
                     f"{self.name} has no option {key!r}; its options are "
                     f"{', '.join(sorted(self.option_names))}")
             setattr(self, key, value)
+        if self.subwords is not None and self.subwords not in SUBWORD_MODES:
+            raise ValueError(f"{self.name}: option subwords={self.subwords!r}; expected None, "
+                             f"{' or '.join(repr(mode) for mode in SUBWORD_MODES)}")
+        if self.subwords and self.subword_vocab_size < MIN_VOCAB_SIZE:
+            raise ValueError(f"{self.name}: option subword_vocab_size={self.subword_vocab_size} is "
+                             f"below the minimum {MIN_VOCAB_SIZE}")
         self._vocabularies = None
         self._vocabulary_dir = None
 
@@ -145,13 +180,19 @@ class Problem:
     @property
     def feature_keys(self) -> tuple[str, ...]:
         """Keys of an encoded example, as in `docs/design.md`."""
-        return (INPUTS, TARGETS) + (SOURCE_TREE_FEATURES if self.has_source_trees else ())
+        if not self.has_source_trees:
+            return (INPUTS, TARGETS)
+        return ((INPUTS, TARGETS) + SOURCE_TREE_FEATURES
+                + ((LEMMA_FEATURE,) if self.source_lemmas else ())
+                + ((WORD_POSITION_FEATURE,) if self.subwords else ()))
 
     @property
     def vocabulary_names(self) -> tuple[str, ...]:
-        """`inputs`, `targets` and, with source trees, `deprel`, `upos`, `xpos`."""
-        tags = tuple(TAG_VOCABULARIES.values()) if self.has_source_trees else ()
-        return (INPUTS, TARGETS) + tags
+        """`inputs`, `targets` and, with source trees, `deprel`, `upos`, `xpos` (and `lemma`)."""
+        if not self.has_source_trees:
+            return (INPUTS, TARGETS)
+        return (INPUTS, TARGETS) + tuple(TAG_VOCABULARIES.values()) + (
+            ("lemma",) if self.source_lemmas else ())
 
     def vocabulary_path(self, data_dir: str, vocabulary_name: str) -> str:
         return os.path.join(data_dir, f"{self.name}.vocab.{vocabulary_name}.txt")
@@ -220,9 +261,13 @@ class Problem:
                     f"missing vocabulary file(s) {', '.join(missing)} of problem {self.name}; "
                     f"generate them with bin/datagen --problem={self.name} --data_dir={data_dir} "
                     f"--tmp_dir=<raw data dir>")
-            self._vocabularies = {name: Vocabulary.load(path) for name, path in paths.items()}
+            self._vocabularies = {name: self._vocabulary_class(name).load(path)
+                                  for name, path in paths.items()}
             self._vocabulary_dir = data_dir
         return self._vocabularies
+
+    def _vocabulary_class(self, name: str):
+        return SubwordVocabulary if self.subwords and name in (INPUTS, TARGETS) else Vocabulary
 
     def vocab_sizes(self, data_dir: str) -> dict[str, int]:
         """Size of each vocabulary (`inputs`, `targets`, `deprel`, `upos`, `xpos`)."""
@@ -239,9 +284,17 @@ class Problem:
                 counts["deprel"].update(tree.labels)
                 counts["upos"].update(tree.upos)
                 counts["xpos"].update(tree.xpos)
-        sizes = {INPUTS: self.vocab_size, TARGETS: self.vocab_size}
-        return {name: Vocabulary.build(counts[name], max_size=sizes.get(name, self.tag_vocab_size))
-                for name in self.vocabulary_names}
+                if self.source_lemmas:
+                    counts["lemma"].update(tree.lemmas)
+        sizes = {INPUTS: self.vocab_size, TARGETS: self.vocab_size, "lemma": self.vocab_size}
+        vocabularies = {
+            name: Vocabulary.build(counts[name], max_size=sizes.get(name, self.tag_vocab_size))
+            for name in self.vocabulary_names if not (self.subwords and name in (INPUTS, TARGETS))}
+        if self.subwords:
+            vocabularies[INPUTS], vocabularies[TARGETS] = build_subword_vocabularies(
+                counts[INPUTS], counts[TARGETS], self.subword_vocab_size,
+                joint=self.subwords == "joint")
+        return {name: vocabularies[name] for name in self.vocabulary_names}
 
     def _loaded_vocabularies(self) -> dict[str, Vocabulary]:
         if self._vocabularies is None:
@@ -267,15 +320,25 @@ class Problem:
 
         Returns:
             `inputs` (ids then `<EOS>`) and, for a tree, `src_heads`,
-            `src_deprel`, `src_upos`, `src_xpos` (one entry per word).
+            `src_deprel`, `src_upos`, `src_xpos` (and `src_lemma`), one entry
+            per word; with subwords one entry per subword, and
+            `src_word_position` (see the module docstring).
         """
         vocabularies = self._loaded_vocabularies()
-        features = {INPUTS: vocabularies[INPUTS].encode(_tokens(source)) + [EOS_ID]}
+        if self.subwords:
+            ids, word_index = vocabularies[INPUTS].encode_with_word_index(_tokens(source))
+            features = {INPUTS: ids.tolist() + [EOS_ID]}
+        else:
+            features = {INPUTS: vocabularies[INPUTS].encode(_tokens(source)) + [EOS_ID]}
         if isinstance(source, DependencyTree) and self.has_source_trees:
             features["src_heads"] = [int(head) for head in source.heads]
             features["src_deprel"] = vocabularies["deprel"].encode(source.labels)
             features["src_upos"] = vocabularies["upos"].encode(source.upos)
             features["src_xpos"] = vocabularies["xpos"].encode(source.xpos)
+            if self.source_lemmas:
+                features[LEMMA_FEATURE] = vocabularies["lemma"].encode(source.lemmas)
+            if self.subwords:
+                features = _projected_to_subwords(features, word_index)
         return features
 
     def encode(self, sample: tuple[Source, Target]) -> dict[str, list[int]]:
@@ -378,8 +441,12 @@ class Problem:
                          for index in range(self.num_shards[split])]
                 temporaries = [_temporary_name(path) for path in paths]
                 written.extend(zip(temporaries, paths))
+                raw = self.raw_paths(data_dir, split) if split != TRAIN else {}
+                raw_temporaries = {kind: _temporary_name(path) for kind, path in raw.items()}
+                written.extend((raw_temporaries[kind], path) for kind, path in raw.items())
                 counts[split] = self._write_split(
-                    split, temporaries, self._samples(tmp_dir, split, max_examples, skip, "writing"))
+                    split, temporaries, self._samples(tmp_dir, split, max_examples, skip, "writing"),
+                    raw_temporaries)
                 shards[split] = [os.path.basename(path) for path in paths]
             # Renaming only now keeps any earlier run's complete shards intact
             # until every split of this run has been written.
@@ -393,16 +460,37 @@ class Problem:
         self._remove_stale_shards(data_dir, {path for _, path in written})
         return counts, shards
 
-    def _write_split(self, split, temporaries, samples) -> int:
+    def raw_paths(self, data_dir: str, split: str) -> dict[str, str]:
+        """Plain-text copies of a dev or test split, for decoding and scoring.
+
+        `source` is CoNLL-U for problems with source trees (what `bin/decode`
+        reads for models that need trees), tokenised text otherwise;
+        `reference` is the tokenised target, one sentence per line.
+        """
+        suffix = "conllu" if self.has_source_trees else "txt"
+        return {"source": os.path.join(data_dir, f"{self.name}-{split}.src.{suffix}"),
+                "reference": os.path.join(data_dir, f"{self.name}-{split}.ref.txt")}
+
+    def _write_split(self, split, temporaries, samples, raw_temporaries=None) -> int:
         writers = [tf.io.TFRecordWriter(path) for path in temporaries]
+        raw_files = {kind: open(path, "w", encoding="utf-8")
+                     for kind, path in (raw_temporaries or {}).items()}
         count = 0
         try:
             for sample in samples:
                 writers[count % len(writers)].write(pipeline.serialize_example(self.encode(sample)))
+                if raw_files:
+                    source, target = sample
+                    raw_files["source"].write(
+                        format_conllu([source]) if self.has_source_trees
+                        else " ".join(_tokens(source)) + "\n")
+                    raw_files["reference"].write(" ".join(_tokens(target)) + "\n")
                 count += 1
         finally:
             for writer in writers:
                 writer.close()
+            for raw_file in raw_files.values():
+                raw_file.close()
         if count == 0:
             logging.warning("%s: the %s split is empty", self.name, split)
         return count
@@ -454,6 +542,17 @@ def _with_progress(samples, label):
             last_report = now
     elapsed = max(time.monotonic() - start, 1e-9)
     logging.info("%s: %d examples (%.0f examples/s)", label, count, count / elapsed)
+
+
+def _projected_to_subwords(features: dict, word_index) -> dict:
+    """Word-level source syntax features moved onto subwords (module docstring)."""
+    projected = {INPUTS: features[INPUTS],
+                 "src_heads": subword_syntax.first_subword_heads(word_index, features["src_heads"]).tolist(),
+                 WORD_POSITION_FEATURE: (word_index + 1).tolist()}
+    for key, values in features.items():
+        if key not in projected:
+            projected[key] = subword_syntax.copy_to_subwords(values, word_index).tolist()
+    return projected
 
 
 def _tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:
