@@ -23,6 +23,8 @@ flags.DEFINE_string("data_dir", None, "Directory of generated data (vocabularies
 flags.DEFINE_string("output_dir", None, "Directory of a training run (checkpoints, hparams.json).")
 flags.DEFINE_string("usr_dir", None, "Directory of user modules that register problems, models or hparams sets.")
 flags.DEFINE_bool("registry_help", False, "Print what is registered and exit.")
+flags.DEFINE_integer("random_seed", None,
+                     "Seed of everything random: initialisation, dropout, data order, sampled data.")
 
 
 class UsageError(Exception):

@@ -19,6 +19,7 @@ from syntax_t2t import registry
 from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
+from syntax_t2t.parsing.parser import ParserError
 from syntax_t2t.problem import SPLITS, RawDataError
 
 FLAGS = flags.FLAGS
@@ -31,10 +32,10 @@ flags.DEFINE_integer("max_examples", None, "Keep at most this many examples per 
 flags.DEFINE_bool("overwrite", False, "Regenerate even if complete outputs are already in --data_dir.")
 flags.DEFINE_bool("skip_bad_examples", False,
                   "Log, count and skip bad examples instead of stopping at the first one.")
-if "random_seed" not in FLAGS:
-    # bin/train defines the same flag; tests and tools may import both programs.
-    flags.DEFINE_integer("random_seed", None,
-                         "Overrides the problem's random_seed option (problems that sample data).")
+flags.DEFINE_string("parser", None,
+                    "Parser of problems that start from raw text (their 'parser' option): "
+                    "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
+                    "stanza:LANG[:MODEL_DIR].")
 
 
 def main(argv):
@@ -43,6 +44,10 @@ def main(argv):
     common.require("problem", "data_dir")
     problem_class = registry.problems.get(FLAGS.problem)
     options = {} if FLAGS.random_seed is None else {"random_seed": FLAGS.random_seed}
+    if FLAGS.parser is not None:
+        if "parser" not in problem_class.option_names:
+            raise common.UsageError(f"--parser: problem {FLAGS.problem} does not parse raw text")
+        options["parser"] = FLAGS.parser
     problem = problem_class(**options)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
 
@@ -75,4 +80,4 @@ def _skipped_text(record) -> str:
 
 def run():
     """Entry point of `bin/datagen` and `syntax-t2t-datagen`."""
-    common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError))
+    common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError, ParserError))

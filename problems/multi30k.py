@@ -1,0 +1,155 @@
+"""Multi30k with parsed source sentences: `multi30k_syntax_cs_en`, `_de_en`, `_en_cs`.
+
+Multi30k task 1 (Elliott et al., 2016; Czech added in 2018) gives English
+descriptions of Flickr30k images with German and Czech translations: raw,
+untokenised text, one sentence per line, line-aligned across languages.
+Splits and files (in `<tmp_dir>/multi30k/`, plain or gzip):
+
+    train             train.{cs,de,en}[.gz]              29,000 sentences
+    dev               val.{cs,de,en}[.gz]                 1,014
+    test              test_2016_flickr.{cs,de,en}[.gz]    1,000
+
+Files already there are used as they are; missing ones are downloaded from
+the dataset's public repository, e.g.
+https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/train.cs.gz
+
+Source side: every line is parsed by the problem's `parser` option
+(`bin/datagen --parser=...`): `stanza:<source language>` by default,
+`stanza:LANG:MODEL_DIR` for models elsewhere, or `spacy:MODEL` for a spaCy
+pipeline such as one trained by `bin/train_parser`. The parser tokenises the
+raw text itself (stanza's neural tokenizer; for spaCy the pipeline's
+tokenizer, which for a pipeline from `bin/train_parser` is the rule-based
+tokenizer of `spacy.blank(lang)`). A line the parser splits into several
+sentences gives one tree with several ROOT dependents. Parses are cached as
+CoNLL-U in `<tmp_dir>/multi30k/parses/` (`syntax_t2t.parsing.parse_cache`),
+so a re-run does not parse again; another parser gets its own cache file.
+
+Target side: tokenised by the rule-based tokenizer of `spacy.blank(target
+language)`, which needs no model.
+"""
+
+import functools
+import math
+import os
+from typing import Callable, Iterator, Optional
+
+from problems.common import find_file
+from syntax_t2t import registry
+from syntax_t2t.data.download import maybe_download
+from syntax_t2t.data.parallel_text import read_parallel
+from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.errors import InputError
+from syntax_t2t.parsing import parse_cache
+from syntax_t2t.parsing.parser import Parser
+from syntax_t2t.parsing.parser_spec import load_parser, parse_parser_spec
+from syntax_t2t.problem import DEV, TEST, TRAIN, Problem
+
+#: File name stem of each split in the Multi30k repository.
+SPLIT_FILES = {TRAIN: "train", DEV: "val", TEST: "test_2016_flickr"}
+URL_TEMPLATE = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{filename}"
+
+
+class Multi30kSyntax(Problem):
+    """Parsed source sentences -> target tokens over Multi30k (see the module docstring).
+
+    Subclasses set `source_language` and `target_language` (`cs`, `de`,
+    `en`). Options: `parser` (a `--parser` value), `data_subdir` (directory
+    under `tmp_dir`, default `multi30k`) and `url_template` (formatted with
+    `filename`, e.g. `train.cs.gz`).
+
+    Raises:
+        ParserSpecError: `parser` is not `spacy:MODEL` or `stanza:LANG[:MODEL_DIR]`.
+    """
+
+    source_language = ""
+    target_language = ""
+    parser = ""
+    data_subdir = "multi30k"
+    url_template = URL_TEMPLATE
+    num_shards = {TRAIN: 10, DEV: 1, TEST: 1}
+
+    option_names = Problem.option_names + ("parser", "data_subdir", "url_template")
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        parse_parser_spec(self.parser)  # a malformed spec fails now, not after a download
+        self._loaded_parser: Optional[Parser] = None
+
+    def raw_path(self, tmp_dir: str, split: str, language: str) -> str:
+        """The raw text of `split` in `language`, downloaded if missing."""
+        directory = os.path.join(tmp_dir, self.data_subdir)
+        name = f"{SPLIT_FILES[split]}.{language}"
+        found = find_file(directory, (name, name + ".gz"))
+        if found:
+            return found
+        return maybe_download(directory, name + ".gz", self.url_template.format(filename=name + ".gz"))
+
+    def parse_cache_dir(self, tmp_dir: str) -> str:
+        """Where the source parses are cached."""
+        return os.path.join(tmp_dir, self.data_subdir, "parses")
+
+    def source_parser(self) -> Parser:
+        """The parser of the `parser` option, loaded once."""
+        if self._loaded_parser is None:
+            self._loaded_parser = load_parser(self.parser)
+        return self._loaded_parser
+
+    def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
+        source_path = self.raw_path(tmp_dir, split, self.source_language)
+        target_path = self.raw_path(tmp_dir, split, self.target_language)
+        cache_path = parse_cache.parse_file(self.source_parser(), source_path,
+                                            self.parse_cache_dir(tmp_dir))
+        parses = parse_cache.read_parses(cache_path)
+        tokenize = target_tokenizer(self.target_language)
+        parsed_line, tree = 0, None
+        for number, _, target_text in read_parallel(source_path, target_path, skip):
+            # The cache holds a tree for every line read_parallel can yield,
+            # and for lines it skips because of their target, in line order.
+            while parsed_line < number:
+                parsed_line, tree = next(parses, (math.inf, None))
+            if parsed_line != number:
+                raise InputError(cache_path, None,
+                                 f"has no parse of line {number} of {source_path}; it is not the "
+                                 f"parse of that file. Delete it to parse again",
+                                 reason="bad parse cache")
+            yield tree, tokenize(target_text)
+
+
+@functools.lru_cache(maxsize=None)
+def target_tokenizer(language: str) -> Callable[[str], list[str]]:
+    """Splits raw text into words with the rule-based tokenizer of `spacy.blank(language)`."""
+    import spacy  # only problems that tokenise need it
+
+    tokenizer = spacy.blank(language).tokenizer
+
+    def tokenize(text: str) -> list[str]:
+        return [token.text for token in tokenizer(" ".join(text.split()))]
+
+    return tokenize
+
+
+@registry.register_problem
+class Multi30kSyntaxCsEn(Multi30kSyntax):
+    """Czech trees -> English tokens (the thesis's cs2en direction on Multi30k)."""
+
+    source_language = "cs"
+    target_language = "en"
+    parser = "stanza:cs"
+
+
+@registry.register_problem
+class Multi30kSyntaxDeEn(Multi30kSyntax):
+    """German trees -> English tokens."""
+
+    source_language = "de"
+    target_language = "en"
+    parser = "stanza:de"
+
+
+@registry.register_problem
+class Multi30kSyntaxEnCs(Multi30kSyntax):
+    """English trees -> Czech tokens."""
+
+    source_language = "en"
+    target_language = "cs"
+    parser = "stanza:en"
