@@ -54,6 +54,28 @@ def transformer_base():
         parse_layer=1,
         parse_head=0,
         parse_loss_weight=1.0,
+        # ------------------------------------------------------------------
+        # Pascal and its baselines (Bugliarello and Okazaki 2020); the
+        # seed's per-corpus settings are the sets of `hparams/pascal.py`.
+        # Subword problems (`subwords` option) give `src_word_position`;
+        # with this on, Pascal, SISA and S&H read word boundaries from it.
+        source_word_positions=False,
+        # Pascal: heads 0 .. pascal_heads - 1 of encoder layer pascal_layer
+        # scale their scores by N(j | parent middle, pascal_variance).
+        pascal_layer=0,
+        pascal_heads=2,  # Table 2: 2 to 8 of 8
+        pascal_variance=1.0,  # sigma^2 (Table 7b)
+        parent_ignoring=0.0,  # q: a row of D is set to 1 with probability q (training)
+        # SISA (Strubell et al. 2018): a bi-affine head supervised with parents.
+        sisa_layer=0,
+        sisa_head=0,
+        sisa_size=0,  # width of the bi-affine projections; 0 = the head size
+        sisa_loss_weight=1.0,
+        # S&H (Sennrich and Haddow 2016): source factor embeddings
+        # concatenated to a narrower word embedding; factors are lemma, upos,
+        # xpos, deprel and subword_tag. The seed's variant: deprel of size 10.
+        sh_factors=["deprel"],
+        sh_factor_sizes=[10],
     )
 
 
@@ -73,7 +95,7 @@ def transformer_small():
     hparams.override(dict(
         hidden_size=256, filter_size=1024, num_heads=4,
         num_encoder_layers=3, num_decoder_layers=3,
-        batch_size=2048, learning_rate_warmup_steps=2000, learning_rate=0.5))
+        batch_size=2048, learning_rate_warmup_steps=2000, learning_rate=0.05))
     return hparams
 
 
@@ -85,5 +107,5 @@ def transformer_tiny():
         hidden_size=64, filter_size=256, num_heads=4,
         num_encoder_layers=2, num_decoder_layers=2,
         batch_size=1024, max_length=64,
-        learning_rate_warmup_steps=200, learning_rate=1.0))
+        learning_rate_warmup_steps=200, learning_rate=0.1))
     return hparams

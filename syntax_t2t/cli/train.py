@@ -1,0 +1,145 @@
+"""`bin/train`: trains a registered model on a registered problem.
+
+    bin/train --problem=synthetic_syntax_reorder --model=dep_parse \\
+        --hparams_set=transformer_tiny --hparams='parse_layer=0' \\
+        --data_dir=data --output_dir=runs/dep_parse --train_steps=2000
+
+Everything that can be wrong with the command is checked before the first
+step: unknown names, a model needing features the problem lacks, missing
+generated data, and an output directory that holds another run (a different
+model or problem, or other hyper-parameters). Running the same command again
+resumes from the newest checkpoint and trains up to `--train_steps` (the
+global step to stop at, as in T2T).
+"""
+
+import keras
+from absl import flags, logging
+
+from syntax_t2t import registry
+from syntax_t2t.cli import common
+from syntax_t2t.errors import InputError
+from syntax_t2t.problem import DEV, TRAIN
+from syntax_t2t.training import checkpoints, distribution, precision, run_directory
+from syntax_t2t.training.trainer import Trainer
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_integer("train_steps", 250_000,
+                     "Global step to train up to (a resumed run trains the rest).", lower_bound=1)
+flags.DEFINE_integer("eval_steps", 100, "Dev batches per evaluation (0 = the whole dev set).",
+                     lower_bound=0)
+flags.DEFINE_integer("eval_every", 1000, "Evaluate on the dev set every this many steps "
+                     "(0 = only at the end).", lower_bound=0)
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Save a checkpoint every this many steps.",
+                     lower_bound=1)
+flags.DEFINE_integer("keep_checkpoint_max", 20, "How many of the newest checkpoints to keep.",
+                     lower_bound=1)
+flags.DEFINE_integer("log_step_count_steps", 100, "Report progress every this many steps.",
+                     lower_bound=1)
+if "random_seed" not in FLAGS:
+    # bin/datagen defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_integer("random_seed", None, "Seeds initialisation, dropout and the data order "
+                         "(Python, NumPy and TensorFlow); unseeded when not given.")
+flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
+                  "Numeric policy; auto = mixed precision on a GPU, float32 on a CPU.")
+if "xla" not in FLAGS:
+    # bin/decode defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
+                      "Compile the train step with XLA; auto = on a GPU only.")
+flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
+                  "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
+                  "(hosts named by TF_CONFIG); auto picks by the hardware.")
+
+
+# What flags.txt records: everything that defines the run.
+SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
+               "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
+               "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
+               "xla", "distribution")
+
+
+def _flag_lines():
+    """The run's flags as `--name=value` lines (an absl flagfile); unset ones are left out."""
+    return [FLAGS[name].serialize() for name in SAVED_FLAGS if FLAGS[name].value is not None]
+
+
+def _check_features(problem, train_features):
+    missing = sorted(set(train_features) - set(problem.feature_keys))
+    if missing:
+        raise common.UsageError(
+            f"model {FLAGS.model} needs the features {', '.join(missing)}, which problem "
+            f"{FLAGS.problem} does not provide (it provides {', '.join(problem.feature_keys)})")
+
+
+def _check_data(problem):
+    """Fails unless the data is complete (naming the datagen command) and has examples."""
+    problem.filepaths(FLAGS.data_dir, TRAIN)
+    problem.filepaths(FLAGS.data_dir, DEV)
+    counts = problem.completion_record(FLAGS.data_dir).get("counts", {})
+    if counts.get(TRAIN) == 0:
+        raise common.UsageError(
+            f"the train split of problem {FLAGS.problem} in {FLAGS.data_dir} holds no examples")
+    if counts.get(DEV) == 0:
+        raise common.UsageError(
+            f"the dev split of problem {FLAGS.problem} in {FLAGS.data_dir} holds no examples; "
+            f"training evaluates on it")
+
+
+def _requested_hparams(saved):
+    """The hparams the command line asks for, or None to keep the saved ones."""
+    if FLAGS.hparams_set:
+        return common.hparams_from_flags()
+    if saved is not None and FLAGS.hparams:
+        return saved.copy().parse(FLAGS.hparams)
+    return None
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("problem", "model", "data_dir", "output_dir")
+    problem = registry.problem(FLAGS.problem)
+    model_class = registry.model(FLAGS.model)
+    _check_features(problem, model_class.train_features)
+
+    output_dir = FLAGS.output_dir
+    run_directory.check_same_run(output_dir, {"model": FLAGS.model, "problem": FLAGS.problem})
+    saved = run_directory.load_hparams(output_dir)
+    hparams = run_directory.reconcile_hparams(output_dir, saved, _requested_hparams(saved))
+    _check_data(problem)
+    vocab_sizes = problem.vocab_sizes(FLAGS.data_dir)
+
+    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+    jit_compile = precision.resolve_xla(FLAGS.xla)
+    # Multi-worker strategies must exist before TensorFlow runs any op.
+    strategy = distribution.make_strategy(FLAGS.distribution)
+    logging.info("precision %s, XLA %s, %s", policy_name, "on" if jit_compile else "off",
+                 f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
+                 if strategy.num_replicas_in_sync > 1 else "one device")
+
+    if FLAGS.random_seed is not None:
+        keras.utils.set_random_seed(FLAGS.random_seed)
+    trainer = Trainer(
+        lambda: model_class(hparams, vocab_sizes), hparams, output_dir, strategy=strategy,
+        policy_name=policy_name, jit_compile=jit_compile,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        log_step_count_steps=FLAGS.log_step_count_steps)
+    # Some models need more features with some hparams (known once built).
+    _check_features(problem, trainer.model.train_features)
+    train_dataset = problem.dataset("train", FLAGS.data_dir, hparams, seed=FLAGS.random_seed)
+    dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
+
+    if distribution.is_chief(strategy):
+        run_directory.write_run_files(output_dir, hparams, _flag_lines())
+    results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
+                            eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps)
+    if results:
+        print("final dev evaluation: " + "  ".join(
+            f"{name} {value:.4f}" for name, value in sorted(results.items())))
+
+
+def run():
+    """Entry point of `bin/train` and `syntax-t2t-train`."""
+    common.run(main, extra_user_errors=(
+        InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError))

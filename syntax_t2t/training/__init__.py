@@ -1,0 +1,14 @@
+"""Training: the loop and everything it saves and reads back.
+
+| module | concept |
+|---|---|
+| `trainer.py` | `Trainer`: compiled (XLA, distributed) train step, dev evaluation, resume |
+| `schedules.py` | `NoamSchedule`, T2T's learning-rate schedule |
+| `optimizers.py` | Adam with T2T's settings, loss scaling, clipping by global norm |
+| `precision.py` | `--mixed_precision` / `--xla`, resolving `auto` |
+| `distribution.py` | `--distribution`: the `tf.distribute` strategy, the chief task |
+| `checkpoints.py` | checkpoint layout (`model_weights/<path>`, optimizer, step), save and restore |
+| `run_directory.py` | `hparams.json` and `flags.txt` of a run, conflicts on resume |
+| `metrics.py` | token accuracy and attachment counts of dev batches |
+| `progress.py` | progress lines and TensorBoard scalars |
+"""

@@ -1,0 +1,96 @@
+"""Numeric precision and XLA: resolving `auto`, and scoping the Keras policy.
+
+`auto` picks what pays off on the hardware at hand: on a GPU, mixed precision
+(bfloat16 where the GPU computes it natively, compute capability 8.0 and up,
+otherwise float16 with loss scaling) and XLA compilation; on a CPU, plain
+float32 without XLA, since neither gains anything there.
+"""
+
+import contextlib
+
+import keras
+import tensorflow as tf
+
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+XLA_CHOICES = ("auto", "true", "false")
+
+# Ampere (8.0) and later compute bfloat16 natively.
+_BFLOAT16_COMPUTE_CAPABILITY = (8, 0)
+
+
+def _gpu_compute_capabilities():
+    capabilities = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        capabilities.append(tuple(details.get("compute_capability", (0, 0))))
+    return capabilities
+
+
+def resolve_precision(choice, gpu_compute_capabilities=None):
+    """The Keras dtype policy name for a `--mixed_precision` value.
+
+    Args:
+        choice: one of `PRECISIONS`.
+        gpu_compute_capabilities: (major, minor) of each GPU; by default those
+            of the GPUs TensorFlow sees. An empty list means CPU only.
+
+    Returns:
+        "float32", "mixed_float16" or "mixed_bfloat16".
+
+    Raises:
+        ValueError: `choice` is not one of `PRECISIONS`.
+    """
+    if choice not in PRECISIONS:
+        raise ValueError(f"--mixed_precision={choice!r}: expected one of {', '.join(PRECISIONS)}")
+    if choice != "auto":
+        return choice
+    if gpu_compute_capabilities is None:
+        gpu_compute_capabilities = _gpu_compute_capabilities()
+    if not gpu_compute_capabilities:
+        return "float32"
+    if min(gpu_compute_capabilities) >= _BFLOAT16_COMPUTE_CAPABILITY:
+        return "mixed_bfloat16"
+    return "mixed_float16"
+
+
+def resolve_xla(choice, has_gpu=None):
+    """Whether to compile the train step with XLA, for an `--xla` value.
+
+    Args:
+        choice: one of `XLA_CHOICES`.
+        has_gpu: whether a GPU is used; by default whether TensorFlow sees one.
+
+    Returns:
+        A bool.
+
+    Raises:
+        ValueError: `choice` is not one of `XLA_CHOICES`.
+    """
+    if choice not in XLA_CHOICES:
+        raise ValueError(f"--xla={choice!r}: expected one of {', '.join(XLA_CHOICES)}")
+    if choice != "auto":
+        return choice == "true"
+    if has_gpu is None:
+        has_gpu = bool(tf.config.list_physical_devices("GPU"))
+    return has_gpu
+
+
+def needs_loss_scaling(policy_name):
+    """float16 has too few exponent bits for small gradients; bfloat16 does not."""
+    return policy_name == "mixed_float16"
+
+
+@contextlib.contextmanager
+def dtype_policy(policy_name):
+    """Sets the global Keras dtype policy inside the block, restoring it after.
+
+    Layers fix their policy when they are constructed, so building the model
+    inside this block is enough; code that runs later in the same process
+    (tests, decoding) keeps its own policy.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy_name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)

@@ -1,0 +1,105 @@
+"""Console progress lines and TensorBoard scalars of a training run.
+
+Training scalars go to `<output_dir>/train`, dev-set evaluations to
+`<output_dir>/eval`, under the same tag names (`loss/total`, `loss/nmt`,
+`loss/parse`), so TensorBoard draws both runs on one chart.
+
+Scalars are written with TensorFlow's own `tf.summary.write` and the scalar
+plugin's metadata: `tf.summary.scalar` is only a front for the TensorBoard
+package, which training has no other use for (viewing the logs needs it, of
+course).
+"""
+
+import os
+
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.framework import summary_pb2
+
+# What TensorBoard's scalar plugin marks its summaries with (plugin data
+# version 0 serialises to empty content).
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def write_scalar(tag, value, step):
+    """Writes one scalar for TensorBoard to the default summary writer."""
+    tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+
+
+def format_duration(seconds):
+    """`3725` -> `"1h02m"`, `65` -> `"1m05s"`, `7` -> `"7s"`."""
+    seconds = int(round(max(0.0, seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{seconds:02d}s"
+    return f"{seconds}s"
+
+
+def format_losses(losses):
+    """`{"total": 3.2, "nmt": 3.0, "parse": 0.2}` -> `"loss 3.2000 (nmt 3.0000, parse 0.2000)"`."""
+    parts = [f"{name} {value:.4f}" for name, value in sorted(losses.items()) if name != "total"]
+    text = f"loss {losses['total']:.4f}"
+    return f"{text} ({', '.join(parts)})" if parts else text
+
+
+class ProgressReporter:
+    """Writes progress to the log and to TensorBoard.
+
+    Args:
+        output_dir: the run's directory, or None to write no summaries
+            (workers other than the chief).
+        train_steps: the step training stops at, for the ETA.
+    """
+
+    def __init__(self, output_dir, train_steps):
+        self.train_steps = train_steps
+        if output_dir is None:
+            self._train_writer = self._eval_writer = tf.summary.create_noop_writer()
+        else:
+            self._train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
+            self._eval_writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+
+    def report_training(self, step, losses, tokens_per_second, steps_per_second, learning_rate):
+        """Logs one progress line and writes the training scalars.
+
+        Args:
+            step: the global step reached.
+            losses: `{name: mean loss over the interval}`, including "total".
+            tokens_per_second: non-padding target tokens per second.
+            steps_per_second: training steps per second.
+            learning_rate: the current learning rate.
+        """
+        remaining = max(0, self.train_steps - step)
+        eta = format_duration(remaining / steps_per_second) if steps_per_second > 0 else "?"
+        logging.info("step %d/%d  %s  %.0f tokens/s  lr %.3g  ETA %s",
+                     step, self.train_steps, format_losses(losses), tokens_per_second,
+                     learning_rate, eta)
+        with self._train_writer.as_default():
+            for name, value in losses.items():
+                write_scalar(f"loss/{name}", value, step)
+            write_scalar("tokens_per_second", tokens_per_second, step)
+            write_scalar("steps_per_second", steps_per_second, step)
+            write_scalar("learning_rate", learning_rate, step)
+        self._train_writer.flush()
+
+    def report_evaluation(self, step, results):
+        """Logs and writes a dev-set evaluation.
+
+        Args:
+            step: the global step evaluated.
+            results: `{"loss/<name>": ..., "token_accuracy": ..., "uas": ...}`.
+        """
+        text = "  ".join(f"{name} {value:.4f}" for name, value in sorted(results.items()))
+        logging.info("eval at step %d: %s", step, text)
+        with self._eval_writer.as_default():
+            for name, value in results.items():
+                write_scalar(name, value, step)
+        self._eval_writer.flush()
+
+    def close(self):
+        self._train_writer.close()
+        self._eval_writer.close()

@@ -1,0 +1,145 @@
+"""The files that describe a training run in its output directory.
+
+`hparams.json` holds the run's hyper-parameters (`HParams.to_json`) and
+`flags.txt` the flags it was started with, one `--name=value` per line (an
+absl flagfile: `bin/train --flagfile=<output_dir>/flags.txt` repeats the
+run). A resumed run reloads both: it refuses to continue a different model or
+problem, and reports every hyper-parameter that the new command line would
+change instead of silently building a different network.
+"""
+
+import json
+import os
+
+from syntax_t2t.errors import InputError
+from syntax_t2t.hparams import HParams
+from syntax_t2t.io_utils import atomic_write_text, read_lines
+from syntax_t2t.training import checkpoints
+
+HPARAMS_FILE = "hparams.json"
+FLAGS_FILE = "flags.txt"
+
+
+class RunDirectoryError(ValueError):
+    """An output directory that holds a run this command cannot continue."""
+
+
+def hparams_path(output_dir):
+    return os.path.join(output_dir, HPARAMS_FILE)
+
+
+def flags_path(output_dir):
+    return os.path.join(output_dir, FLAGS_FILE)
+
+
+def load_hparams(output_dir):
+    """The saved hparams of the run in `output_dir`, or None for a new run.
+
+    Raises:
+        InputError: `hparams.json` exists but is not a saved `HParams`.
+    """
+    path = hparams_path(output_dir)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as stream:
+        text = stream.read()
+    try:
+        return HParams.from_json(text)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        line = getattr(error, "lineno", None)
+        raise InputError(path, line, f"not a saved hparams file: {error}") from error
+
+
+def load_flags(output_dir):
+    """`{name: value}` from the run's `flags.txt` ({} when there is none).
+
+    Raises:
+        InputError: a line that is not `--name=value` (or `--[no]name`).
+    """
+    path = flags_path(output_dir)
+    if not os.path.exists(path):
+        return {}
+    values = {}
+    for line_number, line in read_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("--"):
+            raise InputError(path, line_number, f"expected --name=value, got {line!r}")
+        name, separator, value = line[2:].partition("=")
+        values[name] = value if separator else "true"
+    return values
+
+
+def write_run_files(output_dir, hparams, flag_lines):
+    """Writes `hparams.json` and `flags.txt` (atomically) into `output_dir`.
+
+    Args:
+        output_dir: the run's directory (created if missing).
+        hparams: the run's `HParams`.
+        flag_lines: the flags as `--name=value` strings.
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    atomic_write_text(hparams_path(output_dir), hparams.to_json() + "\n")
+    atomic_write_text(flags_path(output_dir), "".join(f"{line}\n" for line in flag_lines))
+
+
+def check_same_run(output_dir, identity):
+    """Refuses to continue a run of another model or problem.
+
+    Args:
+        output_dir: the run's directory.
+        identity: `{flag name: value}` that must match the saved flags, e.g.
+            `{"model": "dep_parse", "problem": "synthetic_syntax_reorder"}`.
+
+    Raises:
+        RunDirectoryError: a saved value differs, or the directory holds
+            checkpoints without the run's `hparams.json`.
+    """
+    saved_hparams = os.path.exists(hparams_path(output_dir))
+    if not saved_hparams and checkpoints.latest_checkpoint(output_dir):
+        raise RunDirectoryError(
+            f"--output_dir={output_dir} holds checkpoints but no {HPARAMS_FILE}; "
+            f"it is not a run of this program. Choose another --output_dir.")
+    saved_flags = load_flags(output_dir)
+    conflicts = [f"--{name}={saved_flags[name]} (this command: --{name}={value})"
+                 for name, value in identity.items()
+                 if name in saved_flags and saved_flags[name] != str(value)]
+    if conflicts:
+        raise RunDirectoryError(
+            f"--output_dir={output_dir} holds a different run: {'; '.join(conflicts)}. "
+            f"Choose another --output_dir to start a new run.")
+
+
+def reconcile_hparams(output_dir, saved, requested):
+    """The hparams of a run: the saved ones, unless the command asks for others.
+
+    Args:
+        output_dir: the run's directory (for the message).
+        saved: the run's saved `HParams`, or None for a new run.
+        requested: the `HParams` the command line asks for, or None when the
+            command gives no hparams set (resume with the saved ones).
+
+    Returns:
+        The `HParams` to train with.
+
+    Raises:
+        RunDirectoryError: neither is given, or `requested` differs from
+            `saved`; the message lists every difference.
+    """
+    if saved is None:
+        if requested is None:
+            raise RunDirectoryError(
+                f"--output_dir={output_dir} holds no {HPARAMS_FILE}: a new run needs --hparams_set")
+        return requested
+    if requested is None:
+        return saved
+    differences = saved.differences(requested)
+    if differences:
+        listed = "; ".join(f"{name}: saved {old!r}, requested {new!r}"
+                           for name, (old, new) in sorted(differences.items()))
+        raise RunDirectoryError(
+            f"the run in --output_dir={output_dir} was trained with other hparams "
+            f"than this command asks for ({listed}). Resume without --hparams_set/--hparams "
+            f"or with matching values, or choose another --output_dir.")
+    return saved

@@ -1,0 +1,353 @@
+"""The training loop: a compiled, distributed train step with checkpoints and progress.
+
+    trainer = Trainer(lambda: registry.model("dep_parse")(hparams, vocab_sizes),
+                      hparams, output_dir, jit_compile=True)
+    trainer.train(train_dataset, train_steps=250_000,
+                  eval_dataset=dev_dataset, eval_every=1000, eval_steps=100)
+
+The model follows the contract in docs/design.md: `train_features`,
+`call(features, training)` -> `{"logits", maybe "parse_logits"}` and
+`compute_losses(features, outputs)` -> `{"nmt", maybe "parse", "total"}`.
+
+Everything per step happens inside one `tf.function`: the forward and
+backward pass on every replica, the optimizer update, and the running sums
+that progress reports read. With `jit_compile` XLA compiles the whole step on
+a single device, and each replica's forward and backward pass with several
+(an XLA program runs on one device). The Python loop only fetches the next
+batch and calls the step; it reads values back every `log_step_count_steps`
+steps. Reported throughput leaves out the time spent saving and evaluating.
+
+`train_steps` is the global step to stop at, as in T2T: a run resumed at step
+k trains `train_steps - k` more steps.
+"""
+
+import time
+
+import tensorflow as tf
+from absl import logging
+
+from syntax_t2t.training import (checkpoints, distribution, metrics, optimizers, precision,
+                                 progress)
+
+
+class ModelContractError(TypeError):
+    """A model's outputs or losses do not follow the models contract."""
+
+
+class Trainer:
+    """Trains one model, resuming from and saving to `output_dir`.
+
+    Args:
+        build_model: a no-argument callable returning the Keras model; it is
+            called under the distribution strategy's scope and the dtype
+            policy, as variables must be created there.
+        hparams: the run's `HParams` (optimizer, schedule, `clip_grad_norm`).
+        output_dir: where checkpoints and TensorBoard summaries go.
+        strategy: a `tf.distribute.Strategy`; the default strategy if None.
+        policy_name: Keras dtype policy: "float32", "mixed_float16" or
+            "mixed_bfloat16".
+        jit_compile: compile the train step with XLA (evaluation, a few
+            batches of many shapes, is not: XLA compiles a program per shape).
+        keep_checkpoint_max: how many of the newest checkpoints to keep.
+        save_checkpoints_steps: save every this many steps (and at the end).
+        log_step_count_steps: report progress every this many steps.
+    """
+
+    def __init__(self, build_model, hparams, output_dir, *, strategy=None,
+                 policy_name="float32", jit_compile=False, keep_checkpoint_max=20,
+                 save_checkpoints_steps=1000, log_step_count_steps=100):
+        self.hparams = hparams
+        self.output_dir = output_dir
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.policy_name = policy_name
+        self.jit_compile = jit_compile
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.log_step_count_steps = log_step_count_steps
+        self._chief = distribution.is_chief(self.strategy)
+        with self.strategy.scope():
+            with precision.dtype_policy(policy_name):
+                self.model = build_model()
+            self.optimizer = optimizers.make_optimizer(hparams, policy_name)
+            self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.checkpoint = None  # created by `build`, once every variable exists
+        self._feature_keys = tuple(sorted(self.model.train_features))
+        self._loss_names = None
+        self._sums = None
+        self._train_step = None
+        self._eval_step = None
+        self._xla_functions = {}
+
+    # Building ------------------------------------------------------------
+
+    def _select_features(self, dataset):
+        """Keeps only the batch keys the model trains on."""
+        missing = [key for key in self._feature_keys if key not in dataset.element_spec]
+        if missing:
+            raise ModelContractError(
+                f"model {type(self.model).__name__} needs batch features {', '.join(missing)}, "
+                f"which the dataset does not provide "
+                f"(it has {', '.join(sorted(dataset.element_spec))})")
+        keys = self._feature_keys
+        dataset = dataset.map(lambda batch: {key: batch[key] for key in keys},
+                              num_parallel_calls=tf.data.AUTOTUNE)
+        # Features the model computes with NumPy (pipeline.DerivedFeatures).
+        derived = getattr(self.model, "derived_features", None)
+        return dataset if derived is None else derived.add_to(dataset)
+
+    def _local_batch(self, distributed_batch):
+        """One replica's share of a distributed batch (for building eagerly)."""
+        return tf.nest.map_structure(
+            lambda value: self.strategy.experimental_local_results(value)[0], distributed_batch)
+
+    def build(self, batch):
+        """Creates the model's and optimizer's variables by running one batch eagerly.
+
+        Also checks the model's outputs and losses against the contract, so
+        that a broken model fails before the first compiled step.
+
+        Args:
+            batch: a dict of the model's train features (one replica's batch).
+        """
+        if self._loss_names is not None:
+            return
+        # Layers that create sublayers when built take the policy then.
+        with self.strategy.scope(), precision.dtype_policy(self.policy_name):
+            outputs = self.model(batch, training=False)
+            if not isinstance(outputs, dict) or "logits" not in outputs:
+                raise ModelContractError(
+                    f"model {type(self.model).__name__} must return a dict with 'logits', got "
+                    f"{sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__}")
+            losses = self.model.compute_losses(batch, outputs)
+            if "total" not in losses:
+                raise ModelContractError(
+                    f"model {type(self.model).__name__}.compute_losses must return 'total', "
+                    f"got {sorted(losses)}")
+            self.optimizer.build(self.model.trainable_variables)
+            # Running sums of the current reporting interval; not checkpointed.
+            self._sums = {name: tf.Variable(0.0, trainable=False, name=f"sum_{name}")
+                          for name in tuple(sorted(losses)) + ("tokens", "steps")}
+        self.checkpoint = checkpoints.TrainingCheckpoint(
+            distribution.writable_directory(self.strategy, self.output_dir),
+            self.model, self.optimizer, self.global_step, self.keep_checkpoint_max)
+        # Set last: it marks the trainer as built.
+        self._loss_names = tuple(sorted(losses))
+
+    # Compiled steps --------------------------------------------------------
+
+    def _losses_and_gradients(self, batch):
+        """One replica's forward and backward pass."""
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            outputs = self.model(batch, training=True)
+            losses = self.model.compute_losses(batch, outputs)
+            # The optimizer sums the replicas' gradients: each contributes its
+            # share of the mean.
+            loss = self.optimizer.scale_loss(losses["total"] / replicas)
+        gradients = tape.gradient(loss, self.model.trainable_variables)
+        report = {name: tf.cast(losses[name], tf.float32) for name in self._loss_names}
+        report["tokens"] = metrics.target_token_count(batch["targets"])
+        return report, gradients
+
+    def _replica_train_step(self, batch):
+        report, gradients = self._replica_compiled(self._losses_and_gradients)(batch)
+        if self.hparams.clip_grad_norm > 0:
+            gradients = optimizers.clip_by_global_norm(
+                gradients, self.hparams.clip_grad_norm, self.optimizer)
+        self.optimizer.apply(gradients, self.model.trainable_variables)
+        return report
+
+    def _distributed_train_step(self, batch):
+        per_replica = self.strategy.run(self._replica_train_step, args=(batch,))
+        for name in self._loss_names:
+            mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica[name], axis=None)
+            self._sums[name].assign_add(mean)
+        tokens = self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica["tokens"], axis=None)
+        self._sums["tokens"].assign_add(tokens)
+        self._sums["steps"].assign_add(1.0)
+        self.global_step.assign_add(1)
+
+    def _eval_counts(self, batch):
+        """One replica's losses and metric counts."""
+        outputs = self.model(batch, training=False)
+        losses = self.model.compute_losses(batch, outputs)
+        counts = {f"loss/{name}": tf.cast(losses[name], tf.float32) for name in self._loss_names}
+        counts["batches"] = tf.constant(1.0)
+        counts["correct_tokens"], counts["target_tokens"] = metrics.token_accuracy_counts(
+            outputs["logits"], batch["targets"])
+        head_logits = outputs.get(getattr(self.model, "head_logits_key", "parse_logits"))
+        gold = self._gold_head_positions(batch, head_logits)
+        if gold is not None:
+            counts["correct_heads"], counts["words"] = metrics.head_selection_counts(
+                head_logits, gold)
+        return counts
+
+    def _gold_head_positions(self, batch, head_logits):
+        """The gold head position of each row of the supervised head's logits, or None.
+
+        A model with a supervised attention head returns its logits under
+        `head_logits_key` ("parse_logits", over the `<ROOT>`-prefixed
+        source, by default) and may define the gold in that frame with
+        `gold_head_positions(features, source_ids)` (DiagonalParse: the
+        previous token; SISA: parents in the unprefixed source). Otherwise
+        the gold tree's `src_heads` is the gold of "parse_logits".
+        """
+        if head_logits is None:
+            return None
+        if hasattr(self.model, "gold_head_positions") and hasattr(self.model, "source_ids"):
+            return self.model.gold_head_positions(batch, self.model.source_ids(batch))
+        if "src_heads" in batch:
+            return metrics.gold_positions_from_heads(batch["src_heads"], tf.shape(head_logits)[1])
+        return None
+
+    def _distributed_eval_step(self, batch):
+        per_replica = self.strategy.run(self._eval_counts, args=(batch,))
+        # Losses are per-batch means: their sum over replicas, divided by the
+        # number of replica batches at the end, is the mean over batches.
+        return {name: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                for name, value in per_replica.items()}
+
+    def _replicated(self):
+        return self.strategy.num_replicas_in_sync > 1
+
+    def _compile(self, function, distributed_dataset, jit_compile):
+        """The step as one `tf.function`, XLA-compiled as a whole on a single device."""
+        return tf.function(function, jit_compile=jit_compile and not self._replicated(),
+                           input_signature=[distributed_dataset.element_spec])
+
+    def _replica_compiled(self, function):
+        """`function` XLA-compiled per replica when several replicas run it.
+
+        Call it in a replica context (inside `strategy.run`).
+
+        XLA compiles a program for one device, so with several replicas only
+        the per-replica work (the model's forward and backward pass) is
+        compiled, and the cross-replica sums and the update stay outside.
+        """
+        if not (self.jit_compile and self._replicated()):
+            return function
+        # One function per replica: a trace captures the replica's own copies
+        # of the variables, on its own device.
+        replica = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
+        key = (function.__name__, int(replica))
+        if key not in self._xla_functions:
+            self._xla_functions[key] = tf.function(function, jit_compile=True)
+        return self._xla_functions[key]
+
+    # Loops ---------------------------------------------------------------
+
+    def evaluate(self, dataset, steps):
+        """Evaluates on at most `steps` batches of `dataset` (all when `steps <= 0`).
+
+        Returns:
+            `{"loss/<name>": mean over batches, "token_accuracy": ..., "uas": ...}`
+            (UAS only for models with a parse head).
+        """
+        dataset = self._select_features(dataset)
+        if steps > 0:
+            dataset = dataset.take(steps)
+        distributed = self.strategy.experimental_distribute_dataset(dataset)
+        totals = {}
+        for batch in distributed:
+            if self._loss_names is None:
+                self.build(self._local_batch(batch))
+            if self._eval_step is None:
+                # Not XLA: XLA compiles a program per batch shape, and the
+                # few dev batches (partial ones included) come in many shapes.
+                self._eval_step = self._compile(self._distributed_eval_step, distributed,
+                                                jit_compile=False)
+            for name, value in self._eval_step(batch).items():
+                totals[name] = totals.get(name, 0.0) + float(value)
+        if not totals:
+            raise ValueError("the evaluation dataset is empty")
+        results = {name: totals[name] / totals["batches"]
+                   for name in totals if name.startswith("loss/")}
+        results["token_accuracy"] = totals["correct_tokens"] / max(totals["target_tokens"], 1.0)
+        if "words" in totals:
+            results["uas"] = totals["correct_heads"] / max(totals["words"], 1.0)
+        return results
+
+    def _read_interval(self):
+        """Means of the losses and sums of tokens/steps since the last read; resets them."""
+        values = {name: float(variable.numpy()) for name, variable in self._sums.items()}
+        for variable in self._sums.values():
+            variable.assign(0.0)
+        steps = max(values["steps"], 1.0)
+        losses = {name: values[name] / steps for name in self._loss_names}
+        return losses, values["tokens"], values["steps"]
+
+    def _learning_rate(self):
+        # The rate the next update will use (a schedule's value at the
+        # optimizer's iterations; a loss-scale optimizer reports the rate of
+        # the optimizer it wraps).
+        return float(self.optimizer.learning_rate)
+
+    def _observe_dev_loss(self, results):
+        """Lets an optimizer that adapts to the dev loss (optimizers.HalvingSGD) see it."""
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        if hasattr(optimizer, "observe_dev_loss") and "loss/total" in results:
+            if optimizer.observe_dev_loss(results["loss/total"]):
+                logging.info("dev loss %.4f is worse than at the previous evaluation: learning "
+                             "rate halved to %.3g", results["loss/total"], self._learning_rate())
+
+    def train(self, train_dataset, train_steps, eval_dataset=None, eval_every=0, eval_steps=100):
+        """Trains until the global step reaches `train_steps`, resuming from the newest checkpoint.
+
+        Args:
+            train_dataset: batches (dicts of int32 tensors); repeated forever.
+            train_steps: the global step to stop at.
+            eval_dataset: dev batches, or None for no evaluation.
+            eval_every: evaluate every this many steps (and at the end);
+                0 evaluates only at the end.
+            eval_steps: dev batches per evaluation (all when <= 0).
+
+        Returns:
+            The results of the last evaluation (see `evaluate`), or {} when
+            there is no `eval_dataset` or nothing was left to train.
+        """
+        train_dataset = self._select_features(train_dataset).repeat()
+        distributed = self.strategy.experimental_distribute_dataset(train_dataset)
+        iterator = iter(distributed)
+        first_batch = next(iterator, None)
+        if first_batch is None:
+            raise ValueError("the training dataset yields no batch")
+        self.build(self._local_batch(first_batch))
+        self.checkpoint.restore_latest()
+        step = int(self.global_step.numpy())
+        if step >= train_steps:
+            logging.info("global step %d already reaches --train_steps=%d; nothing to train",
+                         step, train_steps)
+            return {}
+        logging.info("training from step %d to %d", step, train_steps)
+        if self._train_step is None:
+            self._train_step = self._compile(self._distributed_train_step, distributed,
+                                             jit_compile=self.jit_compile)
+        reporter = progress.ProgressReporter(self.output_dir if self._chief else None, train_steps)
+        results = {}
+        batch = first_batch
+        interval_start = time.perf_counter()
+        try:
+            while step < train_steps:
+                self._train_step(batch)
+                step += 1
+                last = step == train_steps
+                if step % self.log_step_count_steps == 0 or last:
+                    losses, tokens, steps = self._read_interval()
+                    elapsed = max(time.perf_counter() - interval_start, 1e-9)
+                    reporter.report_training(step, losses, tokens / elapsed, steps / elapsed,
+                                             self._learning_rate())
+                    interval_start = time.perf_counter()
+                pause_start = time.perf_counter()
+                if step % self.save_checkpoints_steps == 0 or last:
+                    self.checkpoint.save()
+                evaluate_now = last or (eval_every > 0 and step % eval_every == 0)
+                if eval_dataset is not None and evaluate_now:
+                    results = self.evaluate(eval_dataset, eval_steps)
+                    reporter.report_evaluation(step, results)
+                    self._observe_dev_loss(results)
+                interval_start += time.perf_counter() - pause_start
+                if not last:
+                    batch = next(iterator)
+        finally:
+            reporter.close()
+        return results

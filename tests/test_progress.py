@@ -1,0 +1,62 @@
+"""Progress lines and TensorBoard scalars."""
+
+import glob
+import logging
+
+import pytest
+import tensorflow as tf
+
+from syntax_t2t.training import progress
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (0, "0s"), (7.4, "7s"), (65, "1m05s"), (3599, "59m59s"), (3725, "1h02m"), (-3, "0s"),
+    (90061, "25h01m")])
+def test_format_duration(seconds, text):
+    assert progress.format_duration(seconds) == text
+
+
+def test_format_losses_puts_the_total_first():
+    assert progress.format_losses({"total": 3.5, "parse": 0.25, "nmt": 3.25}) == (
+        "loss 3.5000 (nmt 3.2500, parse 0.2500)")
+    assert progress.format_losses({"total": 2.0, "nmt": 2.0}) == "loss 2.0000 (nmt 2.0000)"
+
+
+def read_scalars(directory):
+    scalars = {}
+    for path in glob.glob(f"{directory}/events.*"):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                assert value.metadata.plugin_data.plugin_name == "scalars"
+                scalars[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
+    return scalars
+
+
+def test_reports_are_logged_and_written_for_tensorboard(tmp_path, caplog):
+    reporter = progress.ProgressReporter(str(tmp_path), train_steps=1000)
+    with caplog.at_level(logging.INFO):
+        reporter.report_training(400, {"total": 3.5, "nmt": 3.0, "parse": 0.5},
+                                 tokens_per_second=12345.6, steps_per_second=2.0,
+                                 learning_rate=0.000425)
+        reporter.report_evaluation(400, {"loss/total": 3.25, "token_accuracy": 0.5, "uas": 0.75})
+    reporter.close()
+    lines = [record.getMessage() for record in caplog.records]
+    # 600 steps left at 2 steps/s.
+    assert ("step 400/1000  loss 3.5000 (nmt 3.0000, parse 0.5000)  12346 tokens/s  "
+            "lr 0.000425  ETA 5m00s") in lines
+    assert "eval at step 400: loss/total 3.2500  token_accuracy 0.5000  uas 0.7500" in lines
+    train = read_scalars(tmp_path / "train")
+    assert train == pytest.approx({
+        ("loss/total", 400): 3.5, ("loss/nmt", 400): 3.0, ("loss/parse", 400): 0.5,
+        ("tokens_per_second", 400): 12345.6, ("steps_per_second", 400): 2.0,
+        ("learning_rate", 400): 0.000425})
+    assert read_scalars(tmp_path / "eval") == pytest.approx({
+        ("loss/total", 400): 3.25, ("token_accuracy", 400): 0.5, ("uas", 400): 0.75})
+
+
+def test_workers_other_than_the_chief_write_no_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    reporter = progress.ProgressReporter(None, train_steps=10)
+    reporter.report_training(5, {"total": 1.0}, 1.0, 1.0, 0.1)
+    reporter.close()
+    assert list(tmp_path.iterdir()) == []
