@@ -32,8 +32,33 @@ test: install
 test-fast: install
 	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow" tests
 
+DEMO_PROBLEM := synthetic_syntax_reorder
+DEMO_DATA := $(DEMO)/data
+DEMO_TEST := $(DEMO_DATA)/$(DEMO_PROBLEM)-test
+DEMO_FLAGS := --problem=$(DEMO_PROBLEM) --data_dir=$(DEMO_DATA) --hparams_set=transformer_tiny
+
 demo: install
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash docs/demo.sh "$(DEMO)" "$(DEMO_STEPS)"
+	$(PY) bin/datagen --problem=$(DEMO_PROBLEM) --data_dir=$(DEMO_DATA) --tmp_dir=$(DEMO)/tmp
+	$(PY) bin/train $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
+	  --train_steps=$(DEMO_STEPS) --eval_every=500 --save_checkpoints_steps=500
+	$(PY) bin/train $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	  --train_steps=$(DEMO_STEPS) --eval_every=500 --save_checkpoints_steps=500
+	$(PY) bin/decode $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
+	  --decode_hparams=beam_size=4,alpha=0.6 \
+	  --decode_from_file=$(DEMO_TEST).src.conllu --decode_to_file=$(DEMO)/transformer/test.hyp
+	$(PY) bin/decode $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	  --decode_hparams=beam_size=4,alpha=0.6 \
+	  --decode_from_file=$(DEMO_TEST).src.conllu --decode_to_file=$(DEMO)/dep_parse/test.hyp \
+	  --parse_to_file=$(DEMO)/dep_parse/test.parse.conllu --parse_decoder=mst
+	$(PY) bin/evaluate --references=$(DEMO_TEST).ref.txt \
+	  --hypotheses=$(DEMO)/transformer/test.hyp,$(DEMO)/dep_parse/test.hyp \
+	  --system_names=transformer,dep_parse \
+	  --gold_parse=$(DEMO_TEST).src.conllu --parses=$(DEMO)/dep_parse/test.parse.conllu \
+	  --json_output=$(DEMO)/scores.json
+	$(PY) bin/analyze $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	  --analyze_from_file=$(DEMO_TEST).src.conllu --analysis_dir=$(DEMO)/analysis \
+	  --length_source_file=$(DEMO_TEST).src.conllu --length_references=$(DEMO_TEST).ref.txt \
+	  --length_baseline=$(DEMO)/transformer/test.hyp --length_system=$(DEMO)/dep_parse/test.hyp
 
 clean-demo:
 	rm -rf "$(DEMO)"

@@ -1,0 +1,178 @@
+"""`bin/analyze`: the thesis's analyses as PNG plots, with the numbers behind them in JSON.
+
+    bin/analyze --output_dir=runs/dep_parse --analyze_from_file=test.src.conllu \\
+        --analysis_dir=analysis/dep_parse
+    bin/analyze --analysis_dir=analysis/compare --length_source_file=test.src.conllu \\
+        --length_references=test.ref.txt --length_baseline=transformer.txt \\
+        --length_system=dep_parse.txt
+
+Attention (needs a trained model, restored as `bin/decode` does, and
+`--analyze_from_file` in any `bin/decode` input format), over the first
+`--num_sentences` sentences (thesis: 100):
+
+* `attention_histograms_layers.png`: per encoder layer, the histogram of the
+  self-attention weights of all heads, bin [0, 0.1) removed (Figure 6.1);
+* `attention_histograms_layer<L>_heads.png`: the same per head of layer
+  `--histogram_layer` (default: the parse layer, else the last; Figure 6.2);
+* `attention_maps_sentence<I>.png`: every layer's and head's attention for
+  sentence `--heatmap_sentence`, the parse head framed (Figure 6.3).
+
+Source length (no model needed): `bleu_by_source_length.png`, the BLEU
+difference of two systems per source-length bucket (Bugliarello & Okazaki
+2020, Figure 3).
+
+Everything is summarised in `<analysis_dir>/analysis.json`.
+"""
+
+import os
+
+import numpy as np
+from absl import flags
+
+from syntax_t2t.cli import common
+from syntax_t2t.decoding import inputs as decode_inputs
+from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.errors import InputError
+from syntax_t2t.evaluation import attention, length_buckets, plots, translation
+from syntax_t2t.evaluation.report import write_json
+from syntax_t2t.training import run_directory
+
+FLAGS = flags.FLAGS
+
+if "checkpoint_path" not in FLAGS:
+    # bin/decode defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("checkpoint_path", None,
+                        "Checkpoint prefix to restore; default: the newest checkpoint of --output_dir.")
+flags.DEFINE_string("analysis_dir", None, "Where the plots and analysis.json go.")
+flags.DEFINE_string("analyze_from_file", None, "Source sentences for the attention analyses.")
+flags.DEFINE_enum("analyze_input_format", "auto", decode_inputs.FORMATS, "Format of --analyze_from_file.")
+flags.DEFINE_integer("num_sentences", 100, "Sentences of --analyze_from_file to analyse (thesis: 100).",
+                     lower_bound=1)
+flags.DEFINE_integer("histogram_layer", None,
+                     "Encoder layer of the per-head histograms; default: the parse layer, else the last.")
+flags.DEFINE_integer("heatmap_sentence", 0, "0-based index of the sentence whose attention is drawn.",
+                     lower_bound=0)
+flags.DEFINE_string("length_source_file", None, "Source sentences, for BLEU by source length.")
+flags.DEFINE_string("length_references", None, "References, for BLEU by source length.")
+flags.DEFINE_string("length_baseline", None, "Baseline translations, for BLEU by source length.")
+flags.DEFINE_string("length_system", None, "Compared translations, for BLEU by source length.")
+flags.DEFINE_list("length_buckets", [str(edge) for edge in length_buckets.DEFAULT_EDGES],
+                  "Upper ends of the source-length buckets; a last open bucket follows.")
+
+_LENGTH_FLAGS = ("length_source_file", "length_references", "length_baseline", "length_system")
+
+
+def _parse_location(model, hparams):
+    """(layer, head) of the model's parse head, or None."""
+    for layer in range(hparams.num_encoder_layers):
+        head = model.parse_head(layer)
+        if head is not None:
+            return layer, head
+    return None
+
+
+def analyze_attention(analysis_dir):
+    """Figures 6.1-6.3 for the model of the run; returns their numbers."""
+    trained = load_trained_model(
+        output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
+        problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
+        hparams_overrides=FLAGS.hparams)
+    entries = decode_inputs.read_sources(FLAGS.analyze_from_file, FLAGS.analyze_input_format)
+    usable = [entry for entry in entries if entry.usable][:FLAGS.num_sentences]
+    if not usable:
+        raise InputError(FLAGS.analyze_from_file, None, "has no usable sentence to analyse")
+    needs_trees = sorted(set(trained.model.decode_features) - {"inputs"})
+    if needs_trees and not all(entry.has_tree for entry in usable):
+        raise common.UsageError(f"model {trained.model_name} needs source trees ({', '.join(needs_trees)}); "
+                                f"--analyze_from_file={FLAGS.analyze_from_file} is plain text")
+    if FLAGS.heatmap_sentence >= len(usable):
+        raise common.UsageError(f"--heatmap_sentence={FLAGS.heatmap_sentence}: only {len(usable)} "
+                                f"sentences are analysed")
+    sentences = attention.encoder_attention(trained.model, trained.problem, [e.source for e in usable])
+    num_layers = len(sentences[0].layers)
+    parse = _parse_location(trained.model, trained.hparams)
+    layer = FLAGS.histogram_layer
+    if layer is None:
+        layer = parse[0] if parse else num_layers - 1
+    if not 0 <= layer < num_layers:
+        raise common.UsageError(f"--histogram_layer={layer}: the encoder has layers 0 .. {num_layers - 1}")
+    name = trained.model_name
+
+    layer_counts = attention.weight_histograms(sentences)
+    plots.plot_histograms(layer_counts, attention.BIN_EDGES, [f"layer {i}" for i in range(num_layers)],
+                          f"{name}: encoder self-attention weights, all heads, {len(sentences)} sentences",
+                          os.path.join(analysis_dir, "attention_histograms_layers.png"))
+    head_counts = attention.weight_histograms(sentences, layer)
+    head_titles = [f"head {h}" + (" (parse)" if parse == (layer, h) else "") for h in range(len(head_counts))]
+    plots.plot_histograms(head_counts, attention.BIN_EDGES, head_titles,
+                          f"{name}: encoder layer {layer}, per head, {len(sentences)} sentences",
+                          os.path.join(analysis_dir, f"attention_histograms_layer{layer}_heads.png"))
+    shown = sentences[FLAGS.heatmap_sentence]
+    maps_path = os.path.join(analysis_dir, f"attention_maps_sentence{FLAGS.heatmap_sentence}.png")
+    title = f"{name}: encoder self-attention, sentence {FLAGS.heatmap_sentence} (rows attend to columns)"
+    plots.plot_attention_maps(shown.layers, shown.tokens, maps_path, highlight=parse, title=title)
+    return {
+        "model": name, "checkpoint": trained.checkpoint, "source": FLAGS.analyze_from_file,
+        "sentences": len(sentences), "parse_head": list(parse) if parse else None,
+        "bin_edges": attention.BIN_EDGES.tolist(),
+        "layer_histograms": layer_counts.tolist(),
+        "head_histograms": {"layer": layer, "counts": head_counts.tolist()},
+        "attention_maps": {"sentence": FLAGS.heatmap_sentence, "tokens": list(shown.tokens),
+                           "layers": [np.round(probs, 5).tolist() for probs in shown.layers]},
+    }
+
+
+def analyze_lengths(analysis_dir):
+    """BLEU difference by source length; returns its numbers."""
+    missing = [f"--{name}" for name in _LENGTH_FLAGS if not getattr(FLAGS, name)]
+    if missing:
+        raise common.UsageError(f"BLEU by source length needs {', '.join(missing)} as well")
+    try:
+        edges = [int(edge) for edge in FLAGS.length_buckets]
+        length_buckets.bucket_bounds(edges)
+    except ValueError as error:
+        raise common.UsageError(f"--length_buckets={','.join(FLAGS.length_buckets)}: {error}") from None
+    sources = decode_inputs.read_sources(FLAGS.length_source_file)
+    references = translation.read_segments(FLAGS.length_references)
+    outputs = {}
+    for flag in ("length_baseline", "length_system"):
+        outputs[flag] = translation.read_segments(getattr(FLAGS, flag))
+        translation.check_aligned(outputs[flag], references, getattr(FLAGS, flag), FLAGS.length_references)
+    if len(sources) != len(references):
+        raise InputError(FLAGS.length_source_file, None,
+                         f"has {len(sources)} sentences but the references {FLAGS.length_references} "
+                         f"have {len(references)}")
+    buckets = length_buckets.bleu_by_source_length(
+        [len(entry.tokens) for entry in sources], outputs["length_baseline"], outputs["length_system"],
+        references, edges)
+    baseline, system = (os.path.basename(FLAGS.length_baseline), os.path.basename(FLAGS.length_system))
+    plots.plot_length_buckets([b.label for b in buckets], [b.difference for b in buckets],
+                              [b.sentences for b in buckets], baseline, system,
+                              os.path.join(analysis_dir, "bleu_by_source_length.png"))
+    return {"baseline": FLAGS.length_baseline, "system": FLAGS.length_system,
+            "references": FLAGS.length_references, "buckets": [b.as_dict() for b in buckets]}
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("analysis_dir")
+    wants_lengths = any(getattr(FLAGS, name) for name in _LENGTH_FLAGS)
+    if not FLAGS.analyze_from_file and not wants_lengths:
+        raise common.UsageError("nothing to analyse: give --analyze_from_file (attention) or the "
+                                "--length_* files (BLEU by source length)")
+    os.makedirs(FLAGS.analysis_dir, exist_ok=True)
+    report = {}
+    if FLAGS.analyze_from_file:
+        report["attention"] = analyze_attention(FLAGS.analysis_dir)
+    if wants_lengths:
+        report["bleu_by_source_length"] = analyze_lengths(FLAGS.analysis_dir)
+    write_json(os.path.join(FLAGS.analysis_dir, "analysis.json"), report)
+    for name in sorted(os.listdir(FLAGS.analysis_dir)):
+        if name.endswith((".png", ".json")):
+            print(os.path.join(FLAGS.analysis_dir, name))
+
+
+def run():
+    """Entry point of `bin/analyze`."""
+    common.run(main, extra_user_errors=(InputError, CheckpointError, run_directory.RunDirectoryError))

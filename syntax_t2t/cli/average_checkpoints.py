@@ -1,0 +1,49 @@
+"""`bin/average_checkpoints`: averages the last N checkpoints of a run (Popel & Bojar 2018).
+
+    bin/average_checkpoints --output_dir=runs/dep_parse --num_last_checkpoints=8
+    bin/decode --output_dir=runs/dep_parse/averaged --decode_from_file=... --decode_to_file=...
+
+The model is rebuilt from the run's `hparams.json` and `flags.txt` (model,
+problem, data directory; flags given here must agree with them), each
+checkpoint's model weights are read, and their mean is saved as
+`<averaged_dir>/ckpt-<newest step>` together with copies of the run's files,
+so that the averaged directory decodes like a run directory.
+"""
+
+import os
+
+from absl import flags
+
+from syntax_t2t.cli import common
+from syntax_t2t.decoding import checkpoint_averaging
+from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.errors import InputError
+from syntax_t2t.training import run_directory
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_integer("num_last_checkpoints", 8, "How many of the run's newest checkpoints to average.",
+                     lower_bound=1)
+flags.DEFINE_string("averaged_dir", None,
+                    "Where the averaged checkpoint goes; default <output_dir>/averaged.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("output_dir")
+    prefixes = checkpoint_averaging.last_checkpoints(FLAGS.output_dir, FLAGS.num_last_checkpoints)
+    trained = load_trained_model(
+        output_dir=FLAGS.output_dir, model_name=FLAGS.model, problem_name=FLAGS.problem,
+        data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set, hparams_overrides=FLAGS.hparams)
+    checkpoint_averaging.average_into(trained.model, prefixes)
+    averaged_dir = FLAGS.averaged_dir or os.path.join(FLAGS.output_dir, "averaged")
+    step = checkpoint_averaging.checkpoint_step(prefixes[-1])
+    path = checkpoint_averaging.save_averaged(trained.model, FLAGS.output_dir, averaged_dir, step)
+    names = ", ".join(os.path.basename(prefix) for prefix in prefixes)
+    print(f"averaged {len(prefixes)} checkpoints ({names}) into {path}")
+
+
+def run():
+    """Entry point of `bin/average_checkpoints`."""
+    common.run(main, extra_user_errors=(InputError, CheckpointError, run_directory.RunDirectoryError))

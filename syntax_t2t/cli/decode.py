@@ -1,0 +1,129 @@
+"""`bin/decode`: translates a file with a trained model (T2T's t2t-decoder).
+
+    bin/decode --problem=synthetic_syntax_reorder --model=dep_parse \\
+        --data_dir=data --output_dir=runs/dep_parse \\
+        --decode_from_file=test.src.conllu --decode_to_file=test.dep_parse.txt \\
+        --decode_hparams='beam_size=4,alpha=0.6' --parse_to_file=test.dep_parse.conllu
+
+The model is restored from the newest checkpoint of `--output_dir` or from
+`--checkpoint_path` (e.g. an averaged checkpoint); model, problem, data
+directory and hparams default to what the training run recorded.
+
+Input (`--decode_input_format`, guessed by default): tokenised plain text,
+one sentence per line, for models that need no source trees; CoNLL-U or
+CzEng export lines for any model (models that need trees require them).
+The output has exactly one line per input sentence; an empty or unusable
+input sentence gives an empty line and a warning. With
+`return_beams=true` a line holds the hypotheses of every beam, tab-separated,
+best first (fewer than `beam_size` when the search stopped with fewer
+finished hypotheses).
+
+Models with a parse head (`dep_parse`, `diagonal_parse`) also write the
+source parse read from that head to `--parse_to_file` as CoNLL-U, without
+`<ROOT>`: `--parse_decoder=argmax` as in the thesis (heads chosen one by one,
+cycles possible) or `mst` (Chu-Liu/Edmonds, always a tree). Unusable input
+sentences have no parse block.
+
+Every output is written under a temporary name and renamed when complete,
+so an interrupted decode never leaves a file that looks complete.
+"""
+
+from absl import flags, logging
+
+from syntax_t2t import io_utils
+from syntax_t2t.cli import common
+from syntax_t2t.decoding import inputs as decode_inputs
+from syntax_t2t.decoding.decode_hparams import decode_hparams
+from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
+from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
+from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
+from syntax_t2t.errors import InputError
+from syntax_t2t.training import precision, run_directory
+
+FLAGS = flags.FLAGS
+
+if "checkpoint_path" not in FLAGS:
+    # bin/analyze defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("checkpoint_path", None,
+                        "Checkpoint prefix to restore (e.g. runs/x/averaged/ckpt-5000); default: the "
+                        "newest checkpoint of --output_dir.")
+flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
+flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
+flags.DEFINE_string("decode_hparams", "",
+                    "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
+                    "return_beams=false'.")
+flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
+                  "Format of --decode_from_file; auto guesses from the name and the first line.")
+flags.DEFINE_string("parse_to_file", None,
+                    "For models with a parse head: write the source parse read from it as CoNLL-U.")
+flags.DEFINE_enum("parse_decoder", "argmax", PARSE_DECODERS,
+                  "How heads are read from the parse head: argmax (the thesis) or mst (a tree).")
+if "xla" not in FLAGS:
+    # bin/train defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
+                      "Compile with XLA (here: the search loop); auto = on a GPU only.")
+
+
+def output_lines(sentences, translations, return_beams):
+    """One output line per input sentence; warns about unusable ones."""
+    lines = []
+    for sentence, translation in zip(sentences, translations):
+        if translation is None:
+            logging.warning("no translation for an unusable input sentence: %s", sentence.problem)
+            lines.append("")
+        elif return_beams:
+            lines.append("\t".join(" ".join(tokens) for tokens, _ in translation.beams))
+        else:
+            lines.append(" ".join(translation.tokens))
+    return lines
+
+
+def parsed_sentences(sentences, translations):
+    """The predicted parses of the usable sentences."""
+    parsed = []
+    for number, (sentence, translation) in enumerate(zip(sentences, translations), start=1):
+        if translation is None:
+            continue
+        comments = {} if sentence.has_tree else {"sent_id": str(number), "text": " ".join(sentence.tokens)}
+        parsed.append(ParsedSentence.predicted(sentence.source, translation.heads, comments))
+    return parsed
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("decode_from_file", "decode_to_file")
+    settings = decode_hparams(FLAGS.decode_hparams)
+    # The input is read first: its errors show before the model is built.
+    sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+    trained = load_trained_model(
+        output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
+        problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
+        hparams_overrides=FLAGS.hparams)
+    has_parse_head = any(trained.model.parse_head(layer) is not None
+                         for layer in range(trained.hparams.num_encoder_layers))
+    if FLAGS.parse_to_file and not has_parse_head:
+        raise common.UsageError(f"--parse_to_file: model {trained.model_name} has no parse head "
+                                f"(only dep_parse and diagonal_parse parse)")
+    logging.info("decoding with %s from %s, %s", trained.model_name, trained.checkpoint, settings)
+
+    decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
+                      jit_compile=precision.resolve_xla(FLAGS.xla))
+    decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
+    translations = decoder.translate(sentences)
+
+    lines = output_lines(sentences, translations, settings.return_beams)
+    io_utils.atomic_write_text(FLAGS.decode_to_file, "".join(line + "\n" for line in lines))
+    unusable = sum(translation is None for translation in translations)
+    print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
+          + (f" ({unusable} unusable input sentences left empty)" if unusable else ""))
+    if FLAGS.parse_to_file:
+        write_parsed(parsed_sentences(sentences, translations), FLAGS.parse_to_file)
+        print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}")
+
+
+def run():
+    """Entry point of `bin/decode` and `syntax-t2t-decode`."""
+    common.run(main, extra_user_errors=(InputError, CheckpointError, MissingFeaturesError,
+                                        run_directory.RunDirectoryError))

@@ -1,0 +1,35 @@
+"""Decoding settings, given as T2T's `--decode_hparams` string."""
+
+from syntax_t2t.hparams import HParams, HParamsError
+
+
+def decode_hparams(overrides: str = "") -> HParams:
+    """The decoding settings with `overrides` applied.
+
+    Defaults are the thesis's (Section 5.2: beam 4, alpha 0.6) and T2T's.
+
+    Args:
+        overrides: e.g. `"beam_size=1,extra_length=20"`.
+
+    Returns:
+        `HParams` with
+        `beam_size` (1 = greedy), `alpha` (length-penalty exponent),
+        `batch_size` (sentences per batch), `extra_length` (an output may
+        have at most input length + extra_length tokens), `return_beams`
+        (write every beam, tab-separated, instead of the best only).
+
+    Raises:
+        HParamsError: an unknown name, a wrong type or an out-of-range value.
+    """
+    hparams = HParams(beam_size=4, alpha=0.6, batch_size=32, extra_length=50, return_beams=False)
+    hparams.parse(overrides)
+    if hparams.beam_size < 1:
+        raise HParamsError(f"decode hparam beam_size={hparams.beam_size} must be at least 1")
+    if hparams.batch_size < 1:
+        raise HParamsError(f"decode hparam batch_size={hparams.batch_size} must be at least 1")
+    if hparams.extra_length < 0:
+        raise HParamsError(f"decode hparam extra_length={hparams.extra_length} must be >= 0")
+    if hparams.alpha < 0:
+        # The search's stopping bound assumes the penalty grows with length.
+        raise HParamsError(f"decode hparam alpha={hparams.alpha} must be >= 0")
+    return hparams

@@ -1,0 +1,148 @@
+"""Decoding a list of source sentences with a trained model, in batches.
+
+Sentences are encoded with the problem's vocabularies, sorted by length
+(longest first, so that a batch holds sentences of similar length and an
+out-of-memory error shows at once), decoded in batches of
+`batch_size` sentences and returned in their original order. Unusable
+sentences keep their place with a None result. Models with a parse head
+also return the source heads read from it (`parse_heads`).
+"""
+
+import dataclasses
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+from absl import logging
+
+from syntax_t2t.decoding.fast_decode import make_decode_function
+from syntax_t2t.decoding.inputs import SourceSentence
+from syntax_t2t.decoding.parse_heads import PARSE_DECODERS, decode_heads
+
+# Padding value of each batch feature (docs/design.md): heads -1, ids 0.
+_PAD_VALUES = {"src_heads": -1}
+_PROGRESS_EVERY_SECONDS = 30.0
+
+
+class MissingFeaturesError(ValueError):
+    """The model needs source features (trees) that the input does not provide."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Translation:
+    """The decoder's result for one sentence.
+
+    Attributes:
+        tokens: the best hypothesis.
+        beams: every hypothesis with its score, best first (one when the
+            beam size is 1).
+        heads: the source heads from the parse head (1-based, 0 = ROOT), or
+            None for models without one.
+    """
+
+    tokens: tuple[str, ...]
+    beams: tuple[tuple[tuple[str, ...], float], ...]
+    heads: Optional[np.ndarray] = None
+
+
+def pad_batch(examples: Sequence[dict], keys: Sequence[str], length_multiple: int = 1) -> dict:
+    """Stacks encoded examples into int32 [B, S] arrays, padded per `docs/design.md`.
+
+    Args:
+        examples: feature dicts of int lists.
+        keys: the features to stack.
+        length_multiple: round S up to a multiple of this (fewer distinct
+            shapes for XLA).
+
+    Returns:
+        `{key: np.int32 [B, S]}`; every key shares S, that of `inputs`.
+    """
+    length = max(len(example["inputs"]) for example in examples)
+    length = -(-length // length_multiple) * length_multiple
+    batch = {}
+    for key in keys:
+        array = np.full([len(examples), length], _PAD_VALUES.get(key, 0), np.int32)
+        for row, example in enumerate(examples):
+            values = example[key]
+            array[row, :len(values)] = values
+        batch[key] = array
+    return batch
+
+
+class Decoder:
+    """Translates (and, for parse models, parses) source sentences.
+
+    Args:
+        model: a built model with restored weights (see `fast_decode`).
+        problem: the problem, with vocabularies loaded.
+        hparams: decoding settings from `decode_hparams`.
+        parse_decoder: `"argmax"` or `"mst"`, for models with a parse head.
+        jit_compile: compile the search with XLA.
+    """
+
+    def __init__(self, model, problem, hparams, parse_decoder: str = "argmax", jit_compile: bool = False):
+        if parse_decoder not in PARSE_DECODERS:
+            raise ValueError(f"unknown parse decoder {parse_decoder!r}; choose one of "
+                             f"{', '.join(PARSE_DECODERS)}")
+        self.model = model
+        self.problem = problem
+        self.hparams = hparams
+        self.parse_decoder = parse_decoder
+        self.feature_keys = sorted(model.decode_features)
+        self.length_multiple = 8 if jit_compile else 1
+        self._decode = make_decode_function(model, self.feature_keys, hparams.beam_size, hparams.alpha,
+                                            hparams.extra_length, jit_compile=jit_compile)
+
+    def check_features(self, sentences: Sequence[SourceSentence], input_name: str = "the input") -> None:
+        """Raises `MissingFeaturesError` when the model needs trees the input lacks."""
+        needs_trees = sorted(set(self.feature_keys) - {"inputs"})
+        if not needs_trees:
+            return
+        model_name = type(self.model).__name__
+        if not self.problem.has_source_trees:
+            raise MissingFeaturesError(
+                f"model {model_name} needs source trees ({', '.join(needs_trees)}) but problem "
+                f"{self.problem.name} has none")
+        for sentence in sentences:
+            if sentence.usable and not sentence.has_tree:
+                raise MissingFeaturesError(
+                    f"model {model_name} needs source trees ({', '.join(needs_trees)}) to decode, but "
+                    f"{input_name} is plain text (first at {sentence.location}); give CoNLL-U or CzEng "
+                    f"export lines instead")
+
+    def translate(self, sentences: Sequence[SourceSentence]) -> list[Optional[Translation]]:
+        """Decodes every usable sentence; unusable ones get None.
+
+        Raises:
+            MissingFeaturesError: see `check_features`.
+        """
+        self.check_features(sentences)
+        encoded = {index: self.problem.encode_source(sentence.source)
+                   for index, sentence in enumerate(sentences) if sentence.usable}
+        order = sorted(encoded, key=lambda index: (-len(encoded[index]["inputs"]), index))
+        results: list[Optional[Translation]] = [None] * len(sentences)
+        batch_size = self.hparams.batch_size
+        started = last_report = time.monotonic()
+        for start in range(0, len(order), batch_size):
+            indices = order[start:start + batch_size]
+            batch = pad_batch([encoded[i] for i in indices], self.feature_keys, self.length_multiple)
+            outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
+            for row, index in enumerate(indices):
+                results[index] = self._translation(outputs, row, len(sentences[index].tokens))
+            now = time.monotonic()
+            if now - last_report > _PROGRESS_EVERY_SECONDS:
+                done = min(start + batch_size, len(order))
+                logging.info("decoded %d of %d sentences (%.1f sentences/s)", done, len(order),
+                             done / (now - started))
+                last_report = now
+        return results
+
+    def _translation(self, outputs: dict, row: int, num_words: int) -> Translation:
+        beams = tuple(
+            (tuple(self.problem.decode_targets(outputs["ids"][row, k, :outputs["lengths"][row, k]])),
+             float(outputs["scores"][row, k]))
+            for k in range(outputs["ids"].shape[1]) if np.isfinite(outputs["scores"][row, k]))
+        heads = None
+        if "parse_logits" in outputs:
+            heads = decode_heads(outputs["parse_logits"][row], num_words, self.parse_decoder)
+        return Translation(tokens=beams[0][0], beams=beams, heads=heads)

@@ -1,0 +1,167 @@
+"""A trained model for decoding or analysis: its run's settings and its checkpoint.
+
+A training run's directory (`bin/train --output_dir`) holds `hparams.json`,
+`flags.txt` (model, problem, data_dir, ...) and checkpoints `ckpt-<step>`
+written by `tf.train.CheckpointManager`. A model is restored from the newest
+checkpoint of a directory, or from an explicit checkpoint prefix (such as
+the one `bin/average_checkpoints` writes); only the model's weights are
+read, so the optimizer's state in a training checkpoint is ignored.
+
+Checkpoints hold the model's weights under `model_weights/<weight path>`
+(`syntax_t2t.training.checkpoints.model_weights` explains why).
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParams
+from syntax_t2t.training import checkpoints, run_directory
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing or does not fit the model."""
+
+
+def checkpoint_exists(prefix: str) -> bool:
+    """Whether `prefix` names a TensorFlow checkpoint (its `.index` file exists)."""
+    return tf.io.gfile.exists(prefix + ".index")
+
+
+def resolve_checkpoint(output_dir: Optional[str], checkpoint_path: Optional[str]) -> str:
+    """The checkpoint prefix to restore.
+
+    Args:
+        output_dir: a run directory; its newest checkpoint is used.
+        checkpoint_path: an explicit checkpoint prefix (`.../ckpt-1000`);
+            wins over `output_dir`.
+
+    Raises:
+        CheckpointError: neither is given, or there is no such checkpoint.
+    """
+    if checkpoint_path:
+        if not checkpoint_exists(checkpoint_path):
+            raise CheckpointError(f"--checkpoint_path={checkpoint_path}: no checkpoint there "
+                                  f"(expected the file {checkpoint_path}.index)")
+        return checkpoint_path
+    if not output_dir:
+        raise CheckpointError("give --output_dir (a training run) or --checkpoint_path")
+    latest = checkpoints.latest_checkpoint(output_dir)
+    if latest is None:
+        raise CheckpointError(f"--output_dir={output_dir} holds no checkpoint; train first "
+                              f"(bin/train) or give --checkpoint_path")
+    return latest
+
+
+def run_dir_of(output_dir: Optional[str], checkpoint_path: Optional[str]) -> Optional[str]:
+    """The directory whose `hparams.json` and `flags.txt` describe the checkpoint."""
+    if checkpoint_path:
+        return os.path.dirname(os.path.abspath(checkpoint_path))
+    return output_dir
+
+
+def saved_flag(run_dir: Optional[str], name: str) -> Optional[str]:
+    """The value of flag `name` the run was trained with, or None."""
+    if not run_dir:
+        return None
+    return run_directory.load_flags(run_dir).get(name)
+
+
+def restore_model(model, checkpoint_prefix: str) -> None:
+    """Reads the model's weights from a checkpoint.
+
+    Raises:
+        CheckpointError: a weight of the model has no value in the
+            checkpoint, or a value of another shape.
+    """
+    try:
+        weights = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model))
+        status = weights.read(checkpoint_prefix)
+        status.expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError) as error:
+        raise CheckpointError(f"{checkpoint_prefix}: the checkpoint does not fit model "
+                              f"{type(model).__name__} with these hparams: {error}") from error
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A restored model with what it was trained on.
+
+    Attributes:
+        model: the model, weights restored.
+        model_name: its registered name.
+        problem: the problem, vocabularies loaded.
+        hparams: the model's hyper-parameters.
+        checkpoint: the checkpoint prefix the weights come from.
+        data_dir: the directory of the problem's generated data.
+    """
+
+    model: object
+    model_name: str
+    problem: object
+    hparams: HParams
+    checkpoint: str
+    data_dir: str
+
+
+def _from_flag_or_run(name: str, given: Optional[str], run_dir: Optional[str]) -> str:
+    saved = saved_flag(run_dir, name)
+    if given and saved and given != saved:
+        raise run_directory.RunDirectoryError(
+            f"--{name}={given}, but the checkpoint's run in {run_dir} was trained with --{name}={saved}")
+    value = given or saved
+    if not value:
+        raise run_directory.RunDirectoryError(
+            f"missing --{name}: the run directory {run_dir} does not record it (no flags.txt)")
+    return value
+
+
+def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Optional[str] = None,
+                       model_name: Optional[str] = None, problem_name: Optional[str] = None,
+                       data_dir: Optional[str] = None, hparams_set: Optional[str] = None,
+                       hparams_overrides: str = "") -> TrainedModel:
+    """Builds a registered model as it was trained and restores its weights.
+
+    Model, problem, data directory and hparams default to what the run
+    recorded (`flags.txt`, `hparams.json`); values given explicitly must
+    agree with the record.
+
+    Args:
+        output_dir: the training run (newest checkpoint).
+        checkpoint_path: an explicit checkpoint prefix instead; its directory
+            holds the run's files.
+        model_name, problem_name, data_dir: registered names and the data
+            directory, when not (or not only) taken from the run.
+        hparams_set, hparams_overrides: `--hparams_set` and `--hparams`.
+
+    Raises:
+        CheckpointError: no checkpoint, or one that does not fit.
+        RunDirectoryError: given values contradict the run's record, or
+            something needed is neither given nor recorded.
+        RegistryError, HParamsError, DataNotGeneratedError: as their names say.
+    """
+    checkpoint = resolve_checkpoint(output_dir, checkpoint_path)
+    run_dir = run_dir_of(output_dir, checkpoint_path)
+    model_name = _from_flag_or_run("model", model_name, run_dir)
+    problem_name = _from_flag_or_run("problem", problem_name, run_dir)
+    # Data may have moved since training: a given --data_dir needs no agreement.
+    data_dir = data_dir or _from_flag_or_run("data_dir", None, run_dir)
+
+    saved = run_directory.load_hparams(run_dir)
+    if hparams_set:
+        requested = registry.hparams(hparams_set).parse(hparams_overrides)
+    elif saved is not None and hparams_overrides:
+        requested = saved.copy().parse(hparams_overrides)
+    else:
+        requested = None
+    hparams = run_directory.reconcile_hparams(run_dir, saved, requested)
+
+    problem = registry.problem(problem_name)
+    problem.load_vocabularies(data_dir)
+    model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
+    restore_model(model, checkpoint)
+    return TrainedModel(model=model, model_name=model_name, problem=problem, hparams=hparams,
+                        checkpoint=checkpoint, data_dir=data_dir)

@@ -1,0 +1,42 @@
+"""One entry point for both searches: beam size 1 is greedy decoding (as in T2T)."""
+
+import tensorflow as tf
+
+from syntax_t2t.decoding.beam_search import beam_search
+from syntax_t2t.decoding.greedy_search import greedy_search
+
+
+def tile_beams(tensor, beam_size):
+    """Repeats every sentence's row `beam_size` times: [batch, ...] -> [batch * beam, ...].
+
+    Rows are sentence-major (row `b * beam + k` is beam `k` of sentence `b`),
+    the layout `beam_search` expects of its cache and closures.
+    """
+    tensor = tf.convert_to_tensor(tensor)
+    return tf.repeat(tensor, beam_size, axis=0)
+
+
+def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths, cache,
+           alpha=0.6, eos_id=1):
+    """Greedy search when `beam_size` is 1, otherwise T2T beam search.
+
+    Args:
+        symbols_to_logits_fn: `(ids, step, cache) -> (logits, cache)`; see
+            `beam_search`.
+        initial_ids: int32 [batch], the id fed at step 0.
+        beam_size: Python int >= 1.
+        max_steps: size of the output buffer (Python int or scalar tensor).
+        max_lengths: int32 [batch], the most output tokens per sentence.
+        cache: the decoder state, [batch * beam_size, ...] leaves (use
+            `tile_beams`).
+        alpha: length-penalty exponent.
+        eos_id: the `<EOS>` id.
+
+    Returns:
+        A `SearchResult` with `beam_size` hypotheses per sentence.
+    """
+    if beam_size == 1:
+        return greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cache,
+                             alpha=alpha, eos_id=eos_id)
+    return beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
+                       cache, alpha=alpha, eos_id=eos_id)

@@ -1,0 +1,163 @@
+"""bin/decode and bin/average_checkpoints on a small run of synthetic_syntax_reorder.
+
+The run is made here (random weights, saved the way checkpoints are saved:
+`model_weights/<path>`), so the tests need no training.
+"""
+
+import itertools
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
+
+from syntax_t2t import registry
+from syntax_t2t.cli import average_checkpoints, common, decode
+from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
+from syntax_t2t.decoding.checkpoint_averaging import last_checkpoints
+from syntax_t2t.decoding.decoder import MissingFeaturesError
+from syntax_t2t.decoding.model_loading import CheckpointError
+from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.training import run_directory
+from syntax_t2t.training.checkpoints import model_weights
+
+FLAGS = flags.FLAGS
+PROBLEM = "synthetic_syntax_reorder"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """Generated data, test sentences and two runs (dep_parse, tree_distance) with 2 checkpoints each."""
+    registry.import_all()
+    if not FLAGS.is_parsed():
+        FLAGS(["decode"])
+    root = tmp_path_factory.mktemp("decode")
+    problem = registry.problem(PROBLEM)
+    problem.generate_data(str(root / "data"), str(root / "raw"), max_examples=200)
+    trees = [tree for tree, _ in itertools.islice(problem.generate_samples(None, "test", None), 12)]
+    (root / "test.conllu").write_text(format_conllu(trees), encoding="utf-8")
+    # Text: line 3 is empty, line 6 is not UTF-8; 13 lines in all.
+    lines = [" ".join(tree.tokens).encode("utf-8") for tree in trees]
+    lines[2] = b""
+    lines.insert(5, b"bad \xff byte")
+    (root / "test.txt").write_bytes(b"\n".join(lines) + b"\n")
+    hparams = registry.hparams("transformer_tiny")
+    hparams.override(dict(hidden_size=32, filter_size=64))
+    for model_name in ("dep_parse", "tree_distance"):
+        run = root / model_name
+        model = registry.model(model_name)(hparams, problem.vocab_sizes(str(root / "data")))
+        step = tf.Variable(0, dtype=tf.int64)
+        manager = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model_weights=model_weights(model), step=step), str(run), max_to_keep=5,
+            checkpoint_name="ckpt")
+        for value in (10, 20):
+            step.assign(value)
+            for weight in model.weights:
+                weight.assign(tf.random.normal(weight.shape, stddev=0.1, seed=value))
+            manager.save(checkpoint_number=value)
+        run_directory.write_run_files(str(run), hparams, [
+            f"--problem={PROBLEM}", f"--model={model_name}", f"--data_dir={root / 'data'}"])
+    return root
+
+
+def run_decode(**flag_values):
+    with flagsaver.flagsaver(**flag_values):
+        decode.main(["decode"])
+
+
+def test_text_input_gives_one_line_per_input_line_and_a_parse(workspace, capsys):
+    output, parse = workspace / "out.txt", workspace / "out.conllu"
+    run_decode(output_dir=str(workspace / "dep_parse"), decode_from_file=str(workspace / "test.txt"),
+               decode_to_file=str(output), parse_to_file=str(parse), parse_decoder="mst",
+               decode_hparams="beam_size=2,extra_length=3")
+    lines = output.read_text(encoding="utf-8").split("\n")
+    inputs = (workspace / "test.txt").read_bytes().split(b"\n")
+    assert len(lines) == len(inputs) == 14  # 13 lines and the final newline
+    assert lines[2] == "" and lines[5] == ""  # the empty and the undecodable line
+    assert all(lines[i] for i in range(13) if i not in (2, 5))
+    assert "decoded 11 sentences" in capsys.readouterr().out
+    parsed = list(read_conllu(parse))  # MST: every parse is a tree
+    assert len(parsed) == 11
+    source_lines = [line.decode("utf-8", "replace") for line in inputs]
+    assert [" ".join(tree.tokens) for tree in parsed] == [
+        source_lines[i] for i in range(13) if i not in (2, 5)]
+    assert parsed[2].comments["sent_id"] == "4"
+
+
+def test_conllu_input_argmax_parse_and_all_beams(workspace):
+    output, parse = workspace / "beams.txt", workspace / "beams.conllu"
+    run_decode(output_dir=str(workspace / "dep_parse"), decode_from_file=str(workspace / "test.conllu"),
+               decode_to_file=str(output), parse_to_file=str(parse),
+               decode_hparams="beam_size=3,extra_length=2,return_beams=true")
+    lines = output.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    assert len(lines) == 12
+    # Every hypothesis the search found, at most one per beam, all different.
+    beams = [line.split("\t") for line in lines]
+    assert all(1 <= len(b) <= 3 and len(set(b)) == len(b) for b in beams)
+    assert any(len(b) == 3 for b in beams)
+    gold = list(read_conllu(workspace / "test.conllu"))
+    predicted = read_parsed(parse)
+    assert [p.tokens for p in predicted] == [g.tokens for g in gold]
+    assert [p.upos for p in predicted] == [g.upos for g in gold]  # input tags kept
+    assert all(set(p.labels) == {"_"} for p in predicted)  # no labels are predicted
+
+
+def test_a_model_needing_trees_refuses_text_and_leaves_the_output_alone(workspace):
+    output = workspace / "keep.txt"
+    output.write_text("earlier results\n", encoding="utf-8")
+    message = r"needs source trees \(src_heads\).*test\.txt is plain text"
+    with pytest.raises(MissingFeaturesError, match=message):
+        run_decode(output_dir=str(workspace / "tree_distance"), decode_from_file=str(workspace / "test.txt"),
+                   decode_to_file=str(output))
+    assert output.read_text(encoding="utf-8") == "earlier results\n"
+
+
+def test_tree_model_decodes_conllu(workspace):
+    output = workspace / "tree.txt"
+    run_decode(output_dir=str(workspace / "tree_distance"), decode_from_file=str(workspace / "test.conllu"),
+               decode_to_file=str(output), decode_hparams="beam_size=1,extra_length=2")
+    assert len(output.read_text(encoding="utf-8").rstrip("\n").split("\n")) == 12
+
+
+def test_parse_output_needs_a_parse_head(workspace):
+    with pytest.raises(common.UsageError, match=r"--parse_to_file: model tree_distance has no parse head"):
+        run_decode(output_dir=str(workspace / "tree_distance"),
+                   decode_from_file=str(workspace / "test.conllu"),
+                   decode_to_file=str(workspace / "x.txt"), parse_to_file=str(workspace / "x.conllu"))
+
+
+def test_averaged_checkpoint_is_the_mean_and_decodes(workspace):
+    run = workspace / "dep_parse"
+    prefixes = last_checkpoints(str(run), 2)
+    values = []
+    for prefix in prefixes:
+        reader = tf.train.load_checkpoint(prefix)
+        values.append({key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+                       if key.startswith("model_weights/")})
+    with flagsaver.flagsaver(output_dir=str(run), num_last_checkpoints=2):
+        average_checkpoints.main(["average_checkpoints"])
+    averaged = tf.train.load_checkpoint(str(run / "averaged" / "ckpt-20"))
+    for key in values[0]:
+        np.testing.assert_allclose(averaged.get_tensor(key), (values[0][key] + values[1][key]) / 2,
+                                   rtol=1e-6, atol=1e-7)
+    output = workspace / "averaged.txt"
+    run_decode(output_dir=str(run / "averaged"), decode_from_file=str(workspace / "test.conllu"),
+               decode_to_file=str(output), decode_hparams="beam_size=1,extra_length=1")
+    assert len(output.read_text(encoding="utf-8").rstrip("\n").split("\n")) == 12
+    with pytest.raises(CheckpointError, match=r"holds 2 checkpoint\(s\) but 3 were asked"):
+        last_checkpoints(str(run), 3)
+
+
+def test_a_checkpoint_of_other_hparams_is_refused(workspace):
+    # A bare checkpoint (no run files beside it) restored into a wider model.
+    bare = workspace / "bare"
+    bare.mkdir()
+    for path in (workspace / "dep_parse").glob("ckpt-20.*"):
+        shutil.copy(path, bare / path.name)
+    with pytest.raises(CheckpointError, match=r"ckpt-20: the checkpoint does not fit model DepParse"):
+        run_decode(checkpoint_path=str(bare / "ckpt-20"), model="dep_parse", problem=PROBLEM,
+                   data_dir=str(workspace / "data"), hparams_set="transformer_tiny", output_dir=None,
+                   decode_from_file=str(workspace / "test.conllu"), decode_to_file=str(workspace / "y.txt"))
+    assert not (workspace / "y.txt").exists()
