@@ -1,3 +1,4 @@
 """Registered hparams sets. Importing this package registers them."""
 
+from hparams import pascal  # noqa: F401
 from hparams import transformer  # noqa: F401

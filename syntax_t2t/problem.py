@@ -546,8 +546,8 @@ def _with_progress(samples, label):
 
 def _projected_to_subwords(features: dict, word_index) -> dict:
     """Word-level source syntax features moved onto subwords (module docstring)."""
-    projected = {INPUTS: features[INPUTS],
-                 "src_heads": subword_syntax.first_subword_heads(word_index, features["src_heads"]).tolist(),
+    heads = subword_syntax.first_subword_heads(word_index, features["src_heads"])
+    projected = {INPUTS: features[INPUTS], "src_heads": heads.tolist(),
                  WORD_POSITION_FEATURE: (word_index + 1).tolist()}
     for key, values in features.items():
         if key not in projected:

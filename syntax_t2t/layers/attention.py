@@ -15,6 +15,13 @@ One layer covers all the attention the models need:
   their values come from the token representations like every other head;
 * a parse head (thesis 4.1-4.2): the float32 logits of one chosen head are
   returned, so that a model can train them against gold heads;
+* parent-scaled heads (Pascal; Bugliarello and Okazaki 2020): chosen heads
+  multiply their scaled scores by a normal density around each token's
+  dependency parent before the softmax, with parent ignoring in training
+  (no weights; see `parent_scaling.py`);
+* a bi-affine head (SISA; Strubell et al. 2018): one head's logits come from
+  a deep bi-affine scorer of the attended sequence (`biaffine.py`) instead of
+  its query-key dot product; its values are projected like any other head's;
 * the probabilities of every head, for analysis and parse decoding;
 * a key/value cache for incremental decoding (keras-hub's convention).
 
@@ -25,7 +32,8 @@ mixed-precision policy; the projections run in the compute dtype.
 import keras
 import tensorflow as tf
 
-from syntax_t2t.layers import label_bias
+from syntax_t2t.layers import label_bias, parent_scaling
+from syntax_t2t.layers.biaffine import BiaffineScorer
 
 # T2T's masking bias: large enough to zero a probability, small enough for float32.
 MASK_BIAS = -1e9
@@ -51,6 +59,18 @@ class MultiHeadAttention(keras.layers.Layer):
             `spec_inputs` instead of the attended sequence.
         parse_head: head whose float32 logits `call` returns as
             `details["head_logits"]`; None for none.
+        parent_scaled_heads: heads whose scaled scores are multiplied by the
+            density of a normal distribution around each query token's
+            parent (Pascal); `call` then needs `parents`. Self-attention only.
+        parent_variance: sigma^2 of that normal distribution.
+        parent_ignoring: in training, the probability q that a token's
+            row of parent weights is set to 1 (plain attention for that row).
+        biaffine_head: head whose logits are the scores of a
+            `BiaffineScorer` of the attended sequence (SISA); its queries and
+            keys are not projected. Self-attention only. None for none.
+        biaffine_size: width of the bi-affine scorer's projections; by
+            default `key_dim`.
+        seed: seeds the parent-ignoring draws.
         kernel_initializer: initializer of the projections (T2T: Glorot
             uniform, "uniform_unit_scaling" with gain 1).
         label_initializer: initializer of the label embedding tables.
@@ -59,8 +79,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, key_dim, dropout=0.0, output_dim=None,
                  label_vocab_sizes=None, value_bias_labels=(), spec_heads=(),
-                 parse_head=None, kernel_initializer="glorot_uniform",
-                 label_initializer="glorot_uniform", **kwargs):
+                 parse_head=None, parent_scaled_heads=(), parent_variance=1.0,
+                 parent_ignoring=0.0, biaffine_head=None, biaffine_size=None, seed=None,
+                 kernel_initializer="glorot_uniform", label_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)
@@ -70,28 +91,55 @@ class MultiHeadAttention(keras.layers.Layer):
         self.value_bias_labels = tuple(value_bias_labels)
         self.spec_heads = tuple(int(h) for h in spec_heads)
         self.parse_head = None if parse_head is None else int(parse_head)
+        self.parent_scaled_heads = tuple(int(h) for h in parent_scaled_heads)
+        self.parent_variance = float(parent_variance)
+        self.parent_ignoring = float(parent_ignoring)
+        self.biaffine_head = None if biaffine_head is None else int(biaffine_head)
+        self.biaffine_size = None if biaffine_size is None else int(biaffine_size)
+        self.seed = seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.label_initializer = keras.initializers.get(label_initializer)
         self._check_config()
         self._dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
-        self._num_regular_heads = self.num_heads - len(self.spec_heads)
-        # Position of each head in concat([regular heads, spec heads]).
-        regular = iter(range(self._num_regular_heads))
-        self._head_order = tuple(
-            self._num_regular_heads + self.spec_heads.index(h) if h in self.spec_heads
-            else next(regular) for h in range(self.num_heads))
+        scored = () if self.biaffine_head is None else (self.biaffine_head,)
+        regular = tuple(h for h in range(self.num_heads) if h not in self.spec_heads + scored)
+        self._num_regular_heads = len(regular)
+        # Position of each head in concat([regular heads, spec heads, bi-affine head]).
+        concatenated = regular + self.spec_heads + scored
+        self._head_order = tuple(concatenated.index(h) for h in range(self.num_heads))
+        self.biaffine = None
+        if self.biaffine_head is not None:
+            self.biaffine = BiaffineScorer(self.biaffine_size or self.key_dim,
+                                           kernel_initializer=self.kernel_initializer,
+                                           dtype=self.dtype_policy, name="biaffine")
+        self._parent_seed = (keras.random.SeedGenerator(seed)
+                             if self.parent_scaled_heads and self.parent_ignoring > 0 else None)
 
     def _check_config(self):
         where = f"attention layer {self.name!r}"
         if self.num_heads < 1 or self.key_dim < 1:
             raise ValueError(f"{where}: num_heads and key_dim must be positive, "
                              f"got {self.num_heads} and {self.key_dim}")
-        for head in self.spec_heads + (() if self.parse_head is None else (self.parse_head,)):
+        single = tuple(h for h in (self.parse_head, self.biaffine_head) if h is not None)
+        for head in self.spec_heads + self.parent_scaled_heads + single:
             if not 0 <= head < self.num_heads:
                 raise ValueError(f"{where}: head {head} does not exist, "
                                  f"heads are 0 .. {self.num_heads - 1}")
-        if len(set(self.spec_heads)) != len(self.spec_heads):
-            raise ValueError(f"{where}: spec_heads {list(self.spec_heads)} repeats a head")
+        for name, heads in (("spec_heads", self.spec_heads),
+                            ("parent_scaled_heads", self.parent_scaled_heads)):
+            if len(set(heads)) != len(heads):
+                raise ValueError(f"{where}: {name} {list(heads)} repeats a head")
+        if self.biaffine_head is not None and self.biaffine_head in self.spec_heads:
+            raise ValueError(f"{where}: head {self.biaffine_head} cannot be both a specialised "
+                             f"and the bi-affine head")
+        if not self.parent_variance > 0:
+            raise ValueError(
+                f"{where}: parent_variance must be positive, got {self.parent_variance}")
+        if not 0.0 <= self.parent_ignoring <= 1.0:
+            raise ValueError(
+                f"{where}: parent_ignoring is a probability, got {self.parent_ignoring}")
+        if self.biaffine_size is not None and self.biaffine_size < 1:
+            raise ValueError(f"{where}: biaffine_size must be positive, got {self.biaffine_size}")
         for name, size in self.label_vocab_sizes.items():
             if size < 1:
                 raise ValueError(
@@ -130,6 +178,8 @@ class MultiHeadAttention(keras.layers.Layer):
             shape = (spec_dim, len(self.spec_heads), depth)
             self.spec_query_kernel = self._kernel("spec_query_kernel", shape)
             self.spec_key_kernel = self._kernel("spec_key_kernel", shape)
+        if self.biaffine is not None:
+            self.biaffine.build(query_shape)
         self.key_label_tables = {
             name: self.add_weight(name=f"{name}_key_embeddings", shape=(size, depth),
                                   initializer=self.label_initializer)
@@ -149,12 +199,18 @@ class MultiHeadAttention(keras.layers.Layer):
         return tf.einsum("bsd,dhk->bshk", inputs, tf.cast(kernel, self.compute_dtype))
 
     def _queries_or_keys(self, inputs, spec_inputs, kernel_name):
-        """Queries or keys of all heads, [B, S, H, d]; spec heads from `spec_inputs`."""
+        """Queries or keys of all heads, [B, S, H, d]; spec heads from `spec_inputs`.
+
+        The bi-affine head gets zeros: its logits come from the scorer alone.
+        """
         parts = []
         if self._num_regular_heads:
             parts.append(self._project(inputs, getattr(self, kernel_name)))
         if self.spec_heads:
             parts.append(self._project(spec_inputs, getattr(self, "spec_" + kernel_name)))
+        if self.biaffine is not None:
+            shape = tf.concat([tf.shape(inputs)[:2], [1, self.key_dim]], axis=0)
+            parts.append(tf.zeros(shape, self.compute_dtype))
         if len(parts) == 1 and self._head_order == tuple(range(self.num_heads)):
             return parts[0]
         return tf.gather(tf.concat(parts, axis=2), list(self._head_order), axis=2)
@@ -197,8 +253,22 @@ class MultiHeadAttention(keras.layers.Layer):
         return {name: tf.broadcast_to(tf.cast(labels[name], tf.int32), shape)
                 for name in self.label_vocab_sizes}
 
+    def _scale_by_parents(self, logits, parents, training):
+        """Multiplies the logits of the parent-scaled heads by D (seed eq. 5-6)."""
+        if parents is None:
+            raise ValueError(f"attention layer {self.name!r} has parent-scaled heads "
+                             f"{list(self.parent_scaled_heads)} but got no parents")
+        weights = parent_scaling.parent_weights(parents, tf.shape(logits)[-1],
+                                                self.parent_variance)
+        if training and self.parent_ignoring > 0:
+            weights = parent_scaling.ignore_parents(weights, self.parent_ignoring,
+                                                    self._parent_seed)
+        chosen = tf.constant([h in self.parent_scaled_heads for h in range(self.num_heads)])
+        return tf.where(chosen[None, :, None, None], logits * weights[:, None], logits)
+
     def call(self, query, memory=None, *, attention_mask=None, labels=None, spec_inputs=None,
-             cache=None, cache_update_index=None, return_probs=False, training=False):
+             parents=None, cache=None, cache_update_index=None, return_probs=False,
+             training=False):
         """Attends from `query` to `memory` (or to itself).
 
         Args:
@@ -212,6 +282,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 ignored).
             spec_inputs: [B, S, D_spec], the sequence the specialised heads
                 take queries and keys from (self-attention only).
+            parents: float [B, Sq], the (middle) position of each query
+                token's parent among the keys, for the parent-scaled heads.
             cache: [B, 2, Sk, H, d] keys and values. With `cache_update_index`
                 the keys and values of `query` are written into it at that
                 position (incremental self-attention, Sk = maximum length);
@@ -219,7 +291,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 (precomputed encoder-decoder attention).
             cache_update_index: int32 scalar, position of the first query.
             return_probs: also return the probabilities of every head.
-            training: applies attention dropout.
+            training: applies attention dropout and parent ignoring.
 
         Returns:
             `(outputs, details)`: outputs [B, Sq, D_out] in the compute dtype;
@@ -231,6 +303,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.spec_heads and memory is not None:
             raise ValueError(f"attention layer {self.name!r}: specialised heads need "
                              "self-attention, got a memory")
+        if (self.parent_scaled_heads or self.biaffine is not None) and (
+                memory is not None or cache is not None):
+            raise ValueError(f"attention layer {self.name!r}: parent-scaled and bi-affine heads "
+                             "need full self-attention, without a memory or a cache")
         query = tf.cast(query, self.compute_dtype)
         spec_inputs = self._spec_inputs(spec_inputs)
         details = {}
@@ -254,6 +330,11 @@ class MultiHeadAttention(keras.layers.Layer):
         labels = self._labels(labels, batch_size, query_length, tf.shape(keys)[1])
         for name, table in self.key_label_tables.items():
             logits += tf.cast(label_bias.label_logits(queries, table, labels[name]), tf.float32)
+        if self.biaffine is not None:
+            chosen = tf.one_hot(self.biaffine_head, self.num_heads, dtype=tf.float32)
+            logits += chosen[None, :, None, None] * self.biaffine(query)[:, None]
+        if self.parent_scaled_heads:
+            logits = self._scale_by_parents(logits, parents, training)
         if attention_mask is not None:
             mask = tf.cast(attention_mask, tf.bool)[:, None, :, :]
             logits += tf.where(mask, 0.0, MASK_BIAS)
@@ -282,6 +363,12 @@ class MultiHeadAttention(keras.layers.Layer):
             value_bias_labels=list(self.value_bias_labels),
             spec_heads=list(self.spec_heads),
             parse_head=self.parse_head,
+            parent_scaled_heads=list(self.parent_scaled_heads),
+            parent_variance=self.parent_variance,
+            parent_ignoring=self.parent_ignoring,
+            biaffine_head=self.biaffine_head,
+            biaffine_size=self.biaffine_size,
+            seed=self.seed,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             label_initializer=keras.initializers.serialize(self.label_initializer),
         )

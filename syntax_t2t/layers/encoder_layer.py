@@ -12,7 +12,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
     `x = x + dropout(self_attention(norm(x)))`, then
     `x = x + dropout(feed_forward(norm(x)))`. The self-attention takes every
     syntax option of `MultiHeadAttention` (label biases, specialised heads,
-    a parse head).
+    a parse head, parent-scaled heads, a bi-affine head).
 
     Args:
         hidden_size: D.
@@ -26,13 +26,19 @@ class TransformerEncoderLayer(keras.layers.Layer):
         value_bias_labels: see `MultiHeadAttention`.
         spec_heads: see `MultiHeadAttention`.
         parse_head: see `MultiHeadAttention`.
+        parent_scaled_heads: see `MultiHeadAttention` (Pascal).
+        parent_variance: see `MultiHeadAttention`.
+        parent_ignoring: see `MultiHeadAttention`.
+        biaffine_head: see `MultiHeadAttention` (SISA).
+        biaffine_size: see `MultiHeadAttention`.
         layer_norm_epsilon: T2T uses 1e-6.
         **kwargs: `keras.layers.Layer` arguments.
     """
 
     def __init__(self, hidden_size, filter_size, num_heads, attention_dropout=0.0,
                  relu_dropout=0.0, residual_dropout=0.0, label_vocab_sizes=None,
-                 value_bias_labels=(), spec_heads=(), parse_head=None,
+                 value_bias_labels=(), spec_heads=(), parse_head=None, parent_scaled_heads=(),
+                 parent_variance=1.0, parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
                  layer_norm_epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
@@ -47,6 +53,11 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.value_bias_labels = tuple(value_bias_labels)
         self.spec_heads = tuple(spec_heads)
         self.parse_head = parse_head
+        self.parent_scaled_heads = tuple(parent_scaled_heads)
+        self.parent_variance = float(parent_variance)
+        self.parent_ignoring = float(parent_ignoring)
+        self.biaffine_head = biaffine_head
+        self.biaffine_size = biaffine_size
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         policy = self.dtype_policy
         self.attention_norm = keras.layers.LayerNormalization(
@@ -54,8 +65,10 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.self_attention = MultiHeadAttention(
             num_heads, hidden_size // num_heads, dropout=attention_dropout,
             label_vocab_sizes=self.label_vocab_sizes, value_bias_labels=self.value_bias_labels,
-            spec_heads=self.spec_heads, parse_head=parse_head, dtype=policy,
-            name="self_attention")
+            spec_heads=self.spec_heads, parse_head=parse_head,
+            parent_scaled_heads=self.parent_scaled_heads, parent_variance=self.parent_variance,
+            parent_ignoring=self.parent_ignoring, biaffine_head=biaffine_head,
+            biaffine_size=biaffine_size, dtype=policy, name="self_attention")
         self.feed_forward_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="feed_forward_norm")
         self.feed_forward = FeedForward(hidden_size, filter_size, relu_dropout, dtype=policy,
@@ -70,7 +83,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.feed_forward.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, *, attention_mask=None, labels=None, spec_inputs=None,
+    def call(self, inputs, *, attention_mask=None, labels=None, spec_inputs=None, parents=None,
              return_probs=False, training=False):
         """Runs the block.
 
@@ -79,8 +92,9 @@ class TransformerEncoderLayer(keras.layers.Layer):
             attention_mask: bool broadcastable to [B, S, S] (padding).
             labels: label ids for the self-attention's label biases.
             spec_inputs: [B, S, D_spec] for specialised heads.
+            parents: float [B, S] parent positions for parent-scaled heads.
             return_probs: return the self-attention probabilities.
-            training: applies dropout.
+            training: applies dropout (and parent ignoring).
 
         Returns:
             `(outputs [B, S, D], details)` with the self-attention's details
@@ -88,7 +102,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
         """
         attended, details = self.self_attention(
             self.attention_norm(inputs), attention_mask=attention_mask, labels=labels,
-            spec_inputs=spec_inputs, return_probs=return_probs, training=training)
+            spec_inputs=spec_inputs, parents=parents, return_probs=return_probs,
+            training=training)
         x = inputs + self.residual_dropout_layer(attended, training=training)
         transformed = self.feed_forward(self.feed_forward_norm(x), training=training)
         return x + self.residual_dropout_layer(transformed, training=training), details
@@ -102,5 +117,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
             label_vocab_sizes=dict(self.label_vocab_sizes),
             value_bias_labels=list(self.value_bias_labels),
             spec_heads=list(self.spec_heads), parse_head=self.parse_head,
+            parent_scaled_heads=list(self.parent_scaled_heads),
+            parent_variance=self.parent_variance, parent_ignoring=self.parent_ignoring,
+            biaffine_head=self.biaffine_head, biaffine_size=self.biaffine_size,
             layer_norm_epsilon=self.layer_norm_epsilon)
         return config

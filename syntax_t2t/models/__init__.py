@@ -9,6 +9,9 @@
 | `spec_dep` | SpecDep (3.2) | `spec_dep.py` |
 | `dep_parse` | DepParse (4.1) | `dep_parse.py` |
 | `diagonal_parse` | DiagonalParse (4.2) | `diagonal_parse.py` |
+| `pascal` | Pascal, parent-scaled heads (Bugliarello and Okazaki 2020) | `pascal.py` |
+| `sennrich_haddow` | S&H source factors (their baseline) | `sennrich_haddow.py` |
+| `sisa` | SISA bi-affine parent head (their baseline) | `sisa.py` |
 
 Relative positions combine with every model through the hparam
 `max_relative_position` (the `transformer_relative` set).
@@ -17,6 +20,9 @@ Relative positions combine with every model through the hparam
 from syntax_t2t.models import (  # noqa: F401
     dep_parse,
     diagonal_parse,
+    pascal,
+    sennrich_haddow,
+    sisa,
     spec_dep,
     spec_pos,
     transformer,

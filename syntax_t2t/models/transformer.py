@@ -16,7 +16,10 @@ out: it is a constant bias with one target language.
 The syntax models subclass this one and override a few hooks:
 `tree_label_vocab_sizes` / `source_labels` (key biases from trees),
 `spec_heads` / `spec_inputs` (specialised heads), `parse_head` (parse
-heads), `compute_losses`; and the class attributes `train_features`,
+heads), `encoder_attention_options` / `source_parents` (further attention
+options per encoder layer: Pascal's parent-scaled heads, SISA's bi-affine
+head), `source_embedding_size` / `embed_source` (factored source
+embeddings), `compute_losses`; and the class attributes `train_features`,
 `decode_features` and `prefix_root`.
 
 Decoding: `encode` once, `decoder_memory` once (the encoder-decoder keys and
@@ -82,6 +85,10 @@ class Transformer(keras.Model):
     prefix_root = False
     #: The id fed to `decode_step` at step 0 (targets are shifted right with padding).
     decode_start_id = PAD_ID
+    #: Output key of an encoder head's logits: `"parse_logits"` are scores over
+    #: the `<ROOT>`-prefixed source (the models contract); heads scored in
+    #: another frame (SISA) use their own key.
+    head_logits_key = "parse_logits"
 
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(**kwargs)
@@ -92,7 +99,7 @@ class Transformer(keras.Model):
         hidden = hp.hidden_size
         self.key_dim = hidden // hp.num_heads
         self.source_embedding = TokenEmbedding(
-            self.vocab_size("inputs"), hidden, name="source_embedding")
+            self.vocab_size("inputs"), self.source_embedding_size(), name="source_embedding")
         self.target_embedding = TokenEmbedding(
             self.vocab_size("targets"), hidden, name="target_embedding")
         self.softmax_embedding = (
@@ -113,7 +120,7 @@ class Transformer(keras.Model):
             TransformerEncoderLayer(
                 label_vocab_sizes={**relative, **self.tree_label_vocab_sizes()},
                 spec_heads=self.spec_heads(i), parse_head=self.parse_head(i),
-                name=f"encoder_layer_{i}", **block)
+                name=f"encoder_layer_{i}", **block, **self.encoder_attention_options(i))
             for i in range(hp.num_encoder_layers)]
         self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
         self.decoder_layers = [
@@ -228,6 +235,22 @@ class Transformer(keras.Model):
         """The parse head of encoder layer `layer_index`, or None (none here)."""
         return None
 
+    def encoder_attention_options(self, layer_index):
+        """Further `MultiHeadAttention` options of encoder layer `layer_index` ({} here)."""
+        return {}
+
+    def source_parents(self, features, source_ids):
+        """float32 [B, S'] parent positions for parent-scaled heads (None here)."""
+        return None
+
+    def source_embedding_size(self):
+        """Width of the source token embedding (the model width here)."""
+        return self.hparams.hidden_size
+
+    def embed_source(self, features, source_ids, training):
+        """The encoder's input [B, S', D]: token embeddings, positions, dropout."""
+        return self._embed(self.source_embedding, source_ids, 0, training)
+
     # ------------------------------------------------------------- encoding
 
     def source_ids(self, features):
@@ -270,21 +293,23 @@ class Transformer(keras.Model):
             [B, S', S'] for models with a parse head.
         """
         source_ids = self.source_ids(features)
-        x = self._embed(self.source_embedding, source_ids, 0, training)
+        x = self.embed_source(features, source_ids, training)
         attention_mask = masks.key_padding_mask(source_ids)
         labels = self.source_labels(features, source_ids)
         spec_inputs = self.spec_inputs(features, source_ids)
+        parents = self.source_parents(features, source_ids)
         encoded = {}
         attention = []
         for layer in self.encoder_layers:
             x, details = layer(
                 x, attention_mask=attention_mask, labels=labels,
                 spec_inputs=spec_inputs if layer.spec_heads else None,
+                parents=parents if layer.parent_scaled_heads else None,
                 return_probs=return_attention, training=training)
             if return_attention:
                 attention.append(details["probs"])
             if "head_logits" in details:
-                encoded["parse_logits"] = details["head_logits"]
+                encoded[self.head_logits_key] = details["head_logits"]
         encoded["outputs"] = self.encoder_norm(x)
         encoded["padding_mask"] = masks.padding_mask(source_ids)
         if return_attention:
@@ -389,7 +414,7 @@ class Transformer(keras.Model):
         """
         encoded = self.encode(features, training=training, return_attention=return_attention)
         outputs = {"logits": self.decode(features["targets"], encoded, training=training)}
-        for key in ("parse_logits", "attention"):
+        for key in (self.head_logits_key, "attention"):
             if key in encoded:
                 outputs[key] = encoded[key]
         return outputs

@@ -1,0 +1,65 @@
+"""Subword variants of the registered problems, as the Pascal paper's models read them.
+
+`<problem>_subword` is `<problem>` with a joint WordPiece vocabulary of both
+languages (the paper learns joint BPE), the source syntax projected onto the
+subwords and lemma ids for Sennrich and Haddow's factors (see
+`syntax_t2t.problem`). Train the Pascal-paper models on them with
+`--hparams=source_word_positions=true`, so that the models read word
+boundaries from `src_word_position`.
+
+Vocabulary sizes follow the data: the paper's 16,000 merges for its
+low-resource corpora (here de2cs) and 32,000 for large ones (CzEng); PUD and
+the synthetic languages are small, so their sizes are small enough that
+words are really split.
+"""
+
+from problems.czeng import CzengSyntax
+from problems.de2cs import De2csSyntax
+from problems.pud import PudSyntaxCsEn, PudSyntaxDeCs
+from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t import registry
+
+
+@registry.register_problem
+class SyntheticSyntaxReorderSubword(SyntheticSyntaxReorder):
+    """`synthetic_syntax_reorder` over a joint vocabulary of 300 subwords (about 560 words)."""
+
+    subwords = "joint"
+    subword_vocab_size = 300
+    source_lemmas = True
+
+
+@registry.register_problem
+class PudSyntaxCsEnSubword(PudSyntaxCsEn):
+    """`pud_syntax_cs_en` over a joint vocabulary of 4,000 subwords."""
+
+    subwords = "joint"
+    subword_vocab_size = 4_000
+    source_lemmas = True
+
+
+@registry.register_problem
+class PudSyntaxDeCsSubword(PudSyntaxDeCs):
+    """`pud_syntax_de_cs` over a joint vocabulary of 4,000 subwords."""
+
+    subwords = "joint"
+    subword_vocab_size = 4_000
+    source_lemmas = True
+
+
+@registry.register_problem
+class De2csSyntaxSubword(De2csSyntax):
+    """`de2cs_syntax` over a joint vocabulary of 16,000 subwords."""
+
+    subwords = "joint"
+    subword_vocab_size = 16_000
+    source_lemmas = True
+
+
+@registry.register_problem
+class CzengSyntaxSubword(CzengSyntax):
+    """`czeng_syntax` over a joint vocabulary of 32,000 subwords."""
+
+    subwords = "joint"
+    subword_vocab_size = 32_000
+    source_lemmas = True

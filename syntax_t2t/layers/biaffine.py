@@ -1,0 +1,74 @@
+"""A deep bi-affine scorer of token pairs (Dozat and Manning 2017), for SISA heads.
+
+Strubell et al. (2018)'s syntactically-informed self-attention replaces one
+head's query-key dot product with this scorer: each token is projected by a
+feed-forward layer once as a dependent and once as a candidate head, and
+
+    score[t, j] = [dep_t; 1]^T U head_j
+
+scores token j as the head of token t. The appended 1 gives every candidate
+head a learned prior `u^T head_j` besides the bilinear term.
+`MultiHeadAttention(biaffine_head=h)` uses these scores as the logits of head h.
+"""
+
+import keras
+import tensorflow as tf
+
+
+class BiaffineScorer(keras.layers.Layer):
+    """Scores every (dependent, head) pair of a sequence.
+
+    Args:
+        units: width of the dependent and head projections.
+        negative_slope: slope of the leaky ReLU after each projection.
+        kernel_initializer: initializer of the projections and of U.
+        **kwargs: `keras.layers.Layer` arguments.
+    """
+
+    def __init__(self, units, negative_slope=0.1, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        if int(units) < 1:
+            raise ValueError(f"biaffine scorer {self.name!r}: units must be positive, got {units}")
+        self.units = int(units)
+        self.negative_slope = float(negative_slope)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape):
+        """Creates the weights for inputs [B, S, D]."""
+        width = int(inputs_shape[-1])
+        self.dependent_kernel = self.add_weight(
+            name="dependent_kernel", shape=(width, self.units), initializer=self.kernel_initializer)
+        self.dependent_bias = self.add_weight(
+            name="dependent_bias", shape=(self.units,), initializer="zeros")
+        self.head_kernel = self.add_weight(
+            name="head_kernel", shape=(width, self.units), initializer=self.kernel_initializer)
+        self.head_bias = self.add_weight(name="head_bias", shape=(self.units,), initializer="zeros")
+        self.bilinear = self.add_weight(
+            name="bilinear", shape=(self.units + 1, self.units),
+            initializer=self.kernel_initializer)
+        self.built = True
+
+    def _project(self, inputs, kernel, bias):
+        dtype = self.compute_dtype
+        hidden = tf.matmul(inputs, tf.cast(kernel, dtype)) + tf.cast(bias, dtype)
+        return keras.ops.leaky_relu(hidden, negative_slope=self.negative_slope)
+
+    def call(self, inputs):
+        """Pair scores of `inputs` [B, S, D].
+
+        Returns:
+            float32 [B, S, S]; entry (t, j) scores token j as the head of token t.
+        """
+        inputs = tf.cast(inputs, self.compute_dtype)
+        dependents = self._project(inputs, self.dependent_kernel, self.dependent_bias)
+        heads = self._project(inputs, self.head_kernel, self.head_bias)
+        dependents = tf.concat([dependents, tf.ones_like(dependents[..., :1])], axis=-1)
+        bilinear = tf.cast(self.bilinear, self.compute_dtype)
+        scores = tf.einsum("btu,uv,bjv->btj", dependents, bilinear, heads)
+        return tf.cast(scores, tf.float32)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(units=self.units, negative_slope=self.negative_slope,
+                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+        return config

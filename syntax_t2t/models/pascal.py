@@ -1,0 +1,66 @@
+"""Pascal (Bugliarello and Okazaki 2020): parent-scaled self-attention heads.
+
+In encoder layer `pascal_layer` (default 0, the first: Table 7a), the heads
+0 .. `pascal_heads` - 1 multiply their scaled scores by the density of
+N(j | p_t, `pascal_variance`) around the middle position p_t of token t's
+parent word, then take the softmax (seed eq. 4-6). The model has no
+weights beyond the Transformer's. Parent ignoring (`parent_ignoring` = q)
+sets each row of those densities to 1 with probability q in training.
+
+Parents come from `src_heads` on the device (`layers/parent_scaling.py`); on
+subword problems set `source_word_positions=true` so that the middles are
+those of the subwords of each parent word. The `<EOS>` position is its own
+parent. The seed's settings per corpus are the hparams sets of
+`hparams/pascal.py`.
+"""
+
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers import parent_scaling
+from syntax_t2t.models import word_positions
+from syntax_t2t.models.transformer import Transformer
+
+
+@registry.register_model("pascal")
+class Pascal(Transformer):
+    """Transformer whose encoder has parent-scaled self-attention heads.
+
+    Trees are needed for training and decoding (`src_heads`; with
+    `source_word_positions`, also `src_word_position`).
+    """
+
+    train_features = frozenset({"inputs", "targets", "src_heads"})
+    decode_features = frozenset({"inputs", "src_heads"})
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        super().__init__(hparams, vocab_sizes, **kwargs)
+        word_positions.with_word_positions(self)
+
+    def check_hparams(self):
+        super().check_hparams()
+        hp = self.hparams
+        if not 1 <= hp.pascal_heads <= hp.num_heads:
+            raise HParamsError(f"pascal_heads={hp.pascal_heads}: a layer has 1 .. {hp.num_heads} "
+                               f"heads to scale")
+        self.check_encoder_position("pascal_layer", hp.pascal_layer, "pascal_heads", [])
+        if not hp.pascal_variance > 0:
+            raise HParamsError(f"pascal_variance={hp.pascal_variance} must be positive")
+        if not 0.0 <= hp.parent_ignoring <= 1.0:
+            raise HParamsError(f"parent_ignoring={hp.parent_ignoring} is a probability in [0, 1]")
+
+    def encoder_attention_options(self, layer_index):
+        options = super().encoder_attention_options(layer_index)
+        hp = self.hparams
+        if layer_index == hp.pascal_layer:
+            options.update(parent_scaled_heads=tuple(range(hp.pascal_heads)),
+                           parent_variance=hp.pascal_variance,
+                           parent_ignoring=hp.parent_ignoring)
+        return options
+
+    def source_parents(self, features, source_ids):
+        """The middle position of each source token's parent word: float32 [B, S]."""
+        heads = self.source_heads(features, source_ids)
+        words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
+        return parent_scaling.parent_positions(heads, words)

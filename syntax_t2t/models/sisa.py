@@ -1,0 +1,102 @@
+"""SISA (Strubell et al. 2018), the Pascal paper's syntactically-informed self-attention baseline.
+
+In encoder layer `sisa_layer` (default 0), head `sisa_head` computes its
+attention logits with a deep bi-affine scorer (a feed-forward projection of
+each token as dependent and as head, then `[dep; 1]^T U head`, see
+`layers/biaffine.py`) instead of the query-key dot product; its values are
+projected like any other head's. Row t of that head's attention is read as
+the distribution of token t's parent and trained with cross-entropy against
+the gold parent, weighted by `sisa_loss_weight`; the model maximises the
+joint likelihood of translations and parents.
+
+There is no `<ROOT>` token (as in the seed): the parent of a token is the
+*first subword* of its parent word, and a token of a word attached to ROOT
+points at the first subword of its own word (its word is its own parent).
+Rows of `<EOS>` and padding are not supervised, padded keys are masked, and
+the loss is the negative log-softmax of each row at the gold parent. The
+head's logits are returned as `"sisa_logits"` [B, S, S]: they are not
+`<ROOT>`-prefixed parse logits. Decoding needs no tree.
+"""
+
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.models import losses, word_positions
+from syntax_t2t.models.transformer import Transformer
+
+
+def parent_targets(heads, words=None):
+    """The 0-based position of each token's parent, as SISA is trained on it.
+
+    Args:
+        heads: int [B, S], 1-based head positions (the first subword of the
+            head word), 0 = ROOT, -1 = no tree node (`<EOS>`, padding).
+        words: int [B, S], the 1-based word of each token (0 = none), or None
+            when every token is a word of its own.
+
+    Returns:
+        int32 [B, S]: `head - 1`; for a token attached to ROOT the first
+        position of its own word; -1 where there is no tree node.
+    """
+    heads = tf.cast(heads, tf.int32)
+    own = (tf.range(tf.shape(heads)[1], dtype=tf.int32)[None, :] if words is None
+           else word_positions.first_positions(words))
+    own = tf.broadcast_to(own, tf.shape(heads))
+    return tf.where(heads > 0, heads - 1, tf.where(heads == 0, own, -1))
+
+
+@registry.register_model("sisa")
+class Sisa(Transformer):
+    """Transformer with one bi-affine encoder head supervised to attend to parents.
+
+    Trees are needed for training only (`src_heads`; with
+    `source_word_positions`, also `src_word_position`).
+    """
+
+    train_features = frozenset({"inputs", "targets", "src_heads"})
+    decode_features = frozenset({"inputs"})
+    head_logits_key = "sisa_logits"
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        super().__init__(hparams, vocab_sizes, **kwargs)
+        if self.hparams.source_word_positions:
+            self.train_features = type(self).train_features | {word_positions.WORD_POSITION}
+
+    def check_hparams(self):
+        super().check_hparams()
+        hp = self.hparams
+        self.check_encoder_position("sisa_layer", hp.sisa_layer, "sisa_head", [hp.sisa_head])
+        if hp.sisa_size < 0:
+            raise HParamsError(f"sisa_size={hp.sisa_size} must be >= 0 (0 = the head size)")
+        if hp.sisa_loss_weight < 0:
+            raise HParamsError(f"sisa_loss_weight={hp.sisa_loss_weight} must be >= 0")
+
+    def encoder_attention_options(self, layer_index):
+        options = super().encoder_attention_options(layer_index)
+        hp = self.hparams
+        if layer_index == hp.sisa_layer:
+            options.update(biaffine_head=hp.sisa_head, biaffine_size=hp.sisa_size or None)
+        return options
+
+    def parse_head(self, layer_index):
+        hp = self.hparams
+        return hp.sisa_head if layer_index == hp.sisa_layer else super().parse_head(layer_index)
+
+    def gold_head_positions(self, features, source_ids):
+        """The gold parent position of each source position, -1 where none: int32 [B, S]."""
+        heads = self.source_heads(features, source_ids)
+        words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
+        return parent_targets(heads, words)
+
+    def compute_losses(self, features, outputs):
+        """`"nmt"`, `"parse"` (parent cross-entropy), `"total"` = nmt + weight * parse.
+
+        The weight is `sisa_loss_weight`.
+        """
+        result = super().compute_losses(features, outputs)
+        gold = self.gold_head_positions(features, self.source_ids(features))
+        parse = losses.head_selection_cross_entropy(outputs[self.head_logits_key], gold)
+        result["parse"] = parse
+        result["total"] = result["nmt"] + tf.cast(self.hparams.sisa_loss_weight, tf.float32) * parse
+        return result

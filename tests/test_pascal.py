@@ -1,0 +1,349 @@
+"""Pascal: parent weights, parent positions, parent-scaled heads and the `pascal` model."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hparams.pascal  # noqa: F401  (registers the hparams sets)
+import syntax_t2t.models  # noqa: F401  (registers the models)
+from syntax_t2t import registry
+from syntax_t2t.data import subword_syntax
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers import masks, parent_scaling
+from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.training.schedules import NoamSchedule
+
+H, D_K = 4, 3
+WIDTH = H * D_K
+VOCAB_SIZES = {"inputs": 20, "targets": 18, "deprel": 8, "upos": 7, "xpos": 9}
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def random_heads(rng, n):
+    """A random tree: tokens attach, in random order, to ROOT or an attached token."""
+    order = rng.permutation(n) + 1
+    heads = np.zeros(n, np.int64)
+    attached = [0]
+    for token in order:
+        heads[token - 1] = attached[rng.integers(len(attached))] if len(attached) > 1 else 0
+        attached.append(int(token))
+    return heads
+
+
+def make_layer(rng, **kwargs):
+    layer = MultiHeadAttention(H, D_K, **kwargs)
+    layer.build((None, None, WIDTH))
+    for weight in layer.weights:
+        weight.assign(rng.normal(0, 0.5, weight.shape).astype("float32"))
+    return layer
+
+
+def weights_of(layer):
+    return {w.path.split("/")[-1]: np.asarray(w.numpy(), np.float64) for w in layer.weights}
+
+
+def naive_probs(layer, x, length, parents, scaled_heads, variance):
+    """softmax(S * D) per head for one unpadded sentence x [length, WIDTH] (seed eq. 4-6)."""
+    w = weights_of(layer)
+    probs = np.zeros((H, length, length))
+    for h in range(H):
+        q = x[:length] @ w["query_kernel"][:, h]
+        k = x[:length] @ w["key_kernel"][:, h]
+        scores = q @ k.T / math.sqrt(D_K)
+        if h in scaled_heads:
+            for t in range(length):
+                for j in range(length):
+                    density = math.exp(-(j - parents[t]) ** 2 / (2 * variance))
+                    scores[t, j] *= density / math.sqrt(2 * math.pi * variance)
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        probs[h] = e / e.sum(-1, keepdims=True)
+    return probs
+
+
+# ---------------------------------------------------------------------------
+# D and the parent positions.
+
+
+@pytest.mark.parametrize("variance", [1.0, 4.0, 0.25])
+def test_parent_weights_are_the_normal_density(variance):
+    parents = np.array([[0.0, 2.5, 4.0], [3.0, 1.0, 0.0]], np.float32)
+    got = parent_scaling.parent_weights(parents, 6, variance).numpy()
+    assert got.shape == (2, 3, 6)
+    for b, t, j in np.ndindex(*got.shape):
+        mean = parents[b, t]
+        expected = math.exp(-(j - mean) ** 2 / (2 * variance)) / math.sqrt(2 * math.pi * variance)
+        assert got[b, t, j] == pytest.approx(expected, rel=1e-5)
+
+
+def test_parent_positions_worked_example():
+    # "The monkey eats a banana" with "monkey" split in 3 and "banana" in 2:
+    # subwords The mon ##k ##ey eats a ban ##ana, then <EOS> and padding.
+    heads = [2, 3, 0, 5, 3]
+    word_index = [0, 1, 1, 1, 2, 3, 4, 4]
+    subword_heads = subword_syntax.first_subword_heads(word_index, heads)
+    assert subword_heads.tolist() == [2, 5, 5, 5, 0, 7, 5, 5]
+    batch_heads = tf.constant([list(subword_heads) + [-1, -1]])
+    words = tf.constant([[w + 1 for w in word_index] + [0, 0]])
+    got = parent_scaling.parent_positions(batch_heads, words).numpy()[0]
+    # The -> monkey (middle 2); monkey's pieces -> eats (4); eats is the root:
+    # its own position; a, banana -> banana's middle 6.5 / eats; <EOS> and
+    # padding are their own parents.
+    assert got.tolist() == [2.0, 4.0, 4.0, 4.0, 4.0, 6.5, 4.0, 4.0, 8.0, 9.0]
+    # At word level (no word positions) a parent is the head's own position.
+    word_level = parent_scaling.parent_positions(tf.constant([[2, 3, 0, 5, 3, -1]])).numpy()[0]
+    assert word_level.tolist() == [1.0, 2.0, 2.0, 4.0, 2.0, 5.0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 3), min_size=1, max_size=7), min_size=1, max_size=4),
+       st.integers(0, 10_000))
+def test_parent_positions_equal_the_numpy_rule(pieces_per_sentence, seed):
+    rng = np.random.default_rng(seed)
+    sentences = []
+    for pieces in pieces_per_sentence:
+        word_index = subword_syntax.word_index_from_counts(pieces)
+        heads = random_heads(rng, len(pieces))
+        sentences.append((word_index, heads))
+    length = max(len(w) for w, _ in sentences) + 2
+    batch_heads = np.full((len(sentences), length), -1)
+    words = np.zeros((len(sentences), length), np.int64)
+    for row, (word_index, heads) in enumerate(sentences):
+        batch_heads[row, :len(word_index)] = subword_syntax.first_subword_heads(word_index, heads)
+        words[row, :len(word_index)] = word_index + 1
+    got = parent_scaling.parent_positions(batch_heads, words).numpy()
+    for row, (word_index, heads) in enumerate(sentences):
+        expected = subword_syntax.pascal_parent_positions(word_index, heads)
+        np.testing.assert_allclose(got[row, :len(word_index)], expected)
+        # <EOS> and padding rows centre on themselves.
+        np.testing.assert_array_equal(got[row, len(word_index):],
+                                      np.arange(len(word_index), length))
+
+
+def test_ignore_parents_replaces_whole_rows():
+    weights = tf.random.uniform((3, 50, 7), 0.01, 0.5, seed=1)
+    ignored = parent_scaling.ignore_parents(weights, 0.5, keras.random.SeedGenerator(3)).numpy()
+    rows_of_ones = np.all(ignored == 1.0, axis=-1)
+    rows_kept = np.all(ignored == weights.numpy(), axis=-1)
+    assert np.all(rows_of_ones ^ rows_kept)
+    assert 0.3 < rows_of_ones.mean() < 0.7
+    assert np.all(parent_scaling.ignore_parents(weights, 1.0, 5).numpy() == 1.0)
+    np.testing.assert_array_equal(parent_scaling.ignore_parents(weights, 0.0, 5), weights)
+
+
+# ---------------------------------------------------------------------------
+# Parent-scaled heads in MultiHeadAttention.
+
+LENGTHS = (6, 3, 4)  # tokens of each sentence (the last one is <EOS>)
+SCALED = (1, 3)
+
+
+def batch_of_different_lengths(rng):
+    """x [3, 7, WIDTH], ids with <EOS> and right padding, and distinct parents per sentence."""
+    max_length = max(LENGTHS) + 1
+    x = rng.normal(size=(len(LENGTHS), max_length, WIDTH)).astype("float32")
+    ids = np.zeros((len(LENGTHS), max_length), np.int32)
+    parents = np.zeros((len(LENGTHS), max_length), np.float32)
+    for row, length in enumerate(LENGTHS):
+        ids[row, :length - 1] = 5
+        ids[row, length - 1] = 1
+        parents[row, :length] = rng.integers(0, length, length) + 0.5 * rng.integers(0, 2, length)
+        parents[row, length:] = np.arange(length, max_length)
+    return x, ids, parents
+
+
+def test_scaled_heads_get_their_own_sentences_parents_under_padding(rng):
+    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_variance=2.0)
+    x, ids, parents = batch_of_different_lengths(rng)
+    mask = masks.key_padding_mask(ids)
+    _, details = layer(x, attention_mask=mask, parents=parents, return_probs=True)
+    probs = details["probs"].numpy()
+    for row, length in enumerate(LENGTHS):
+        expected = naive_probs(layer, x[row], length, parents[row], SCALED, 2.0)
+        np.testing.assert_allclose(probs[row, :, :length, :length], expected, rtol=1e-4, atol=1e-6)
+        assert np.all(probs[row, :, :length, length:] < 1e-6)
+        # The same sentence alone, without padding, attends the same way.
+        _, alone = layer(x[row:row + 1, :length], parents=parents[row:row + 1, :length],
+                         return_probs=True)
+        np.testing.assert_allclose(alone["probs"][0], expected, rtol=1e-4, atol=1e-6)
+
+
+def test_only_the_chosen_heads_read_parents(rng):
+    layer = make_layer(rng, parent_scaled_heads=SCALED)
+    x, ids, parents = batch_of_different_lengths(rng)
+    mask = masks.key_padding_mask(ids)
+    _, first = layer(x, attention_mask=mask, parents=parents, return_probs=True)
+    _, moved = layer(x, attention_mask=mask, parents=parents + 2.0, return_probs=True)
+    for head in range(H):
+        same = np.allclose(first["probs"][:, head], moved["probs"][:, head])
+        assert same == (head not in SCALED)
+
+
+def test_ignoring_every_parent_gives_plain_heads(rng):
+    scaled = make_layer(rng, parent_scaled_heads=SCALED, parent_ignoring=1.0)
+    plain = MultiHeadAttention(H, D_K)
+    plain.build((None, None, WIDTH))
+    plain.set_weights(scaled.get_weights())
+    x, ids, parents = batch_of_different_lengths(rng)
+    mask = masks.key_padding_mask(ids)
+    trained, _ = scaled(x, attention_mask=mask, parents=parents, training=True)
+    expected, _ = plain(x, attention_mask=mask, training=True)
+    np.testing.assert_allclose(trained, expected, rtol=1e-5, atol=1e-6)
+    # Outside training nothing is ignored.
+    inferred, _ = scaled(x, attention_mask=mask, parents=parents)
+    assert not np.allclose(inferred, expected, atol=1e-4)
+
+
+def test_partial_ignoring_switches_whole_rows_in_training_only(rng):
+    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_ignoring=0.5, seed=11)
+    plain = MultiHeadAttention(H, D_K)
+    plain.build((None, None, WIDTH))
+    plain.set_weights(layer.get_weights())
+    x, ids, parents = batch_of_different_lengths(rng)
+    mask = masks.key_padding_mask(ids)
+    _, scaled = layer(x, attention_mask=mask, parents=parents, return_probs=True)
+    _, unscaled = plain(x, attention_mask=mask, return_probs=True)
+    _, trained = layer(x, attention_mask=mask, parents=parents, return_probs=True, training=True)
+    got = trained["probs"].numpy()[:, list(SCALED)]
+    as_scaled = np.all(np.isclose(got, scaled["probs"].numpy()[:, list(SCALED)], atol=1e-6), -1)
+    as_plain = np.all(np.isclose(got, unscaled["probs"].numpy()[:, list(SCALED)], atol=1e-6), -1)
+    assert np.all(as_scaled | as_plain)
+    assert as_plain.sum() > 0 and (as_scaled & ~as_plain).sum() > 0
+    # One row of D per sentence and token: the scaled heads ignore the same rows.
+    np.testing.assert_array_equal(as_plain[:, 0], as_plain[:, 1])
+
+
+def test_parent_scaling_errors(rng):
+    with pytest.raises(ValueError, match="head 4 does not exist"):
+        MultiHeadAttention(H, D_K, parent_scaled_heads=[4])
+    with pytest.raises(ValueError, match="parent_variance must be positive"):
+        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_variance=0.0)
+    with pytest.raises(ValueError, match="parent_ignoring is a probability"):
+        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_ignoring=1.5)
+    layer = make_layer(rng, parent_scaled_heads=[0])
+    x = np.zeros((1, 3, WIDTH), np.float32)
+    with pytest.raises(ValueError, match="got no parents"):
+        layer(x)
+    with pytest.raises(ValueError, match="without a memory or a cache"):
+        layer(x, x, parents=np.zeros((1, 3), np.float32))
+    config = layer.get_config()
+    assert MultiHeadAttention.from_config(config).parent_scaled_heads == (0,)
+
+
+# ---------------------------------------------------------------------------
+# The pascal model.
+
+
+def tiny_hparams(overrides=""):
+    hp = registry.hparams("transformer_tiny")
+    hp.parse("hidden_size=16,filter_size=32,num_heads=4,num_encoder_layers=2,num_decoder_layers=1,"
+             "layer_prepostprocess_dropout=0,attention_dropout=0,relu_dropout=0")
+    return hp.parse(overrides)
+
+
+def model_batch():
+    inputs = np.array([[5, 6, 7, 8, 1, 0], [9, 10, 1, 0, 0, 0]], np.int32)
+    heads = np.array([[2, 0, 4, 2, -1, -1], [0, 1, -1, -1, -1, -1]], np.int32)
+    targets = np.array([[4, 5, 6, 1], [7, 1, 0, 0]], np.int32)
+    return {"inputs": tf.constant(inputs), "src_heads": tf.constant(heads),
+            "targets": tf.constant(targets)}
+
+
+def test_pascal_adds_no_weights():
+    pascal = registry.model("pascal")(tiny_hparams("pascal_heads=3,parent_ignoring=0.3"),
+                                      VOCAB_SIZES)
+    transformer = registry.model("transformer")(tiny_hparams(), VOCAB_SIZES)
+    shapes = sorted((v.path, tuple(v.shape)) for v in pascal.trainable_variables)
+    assert shapes == sorted((v.path, tuple(v.shape)) for v in transformer.trainable_variables)
+    assert pascal.count_params() == transformer.count_params()
+
+
+def test_pascal_scales_the_chosen_heads_of_the_chosen_layer():
+    model = registry.model("pascal")(tiny_hparams("pascal_layer=1,pascal_heads=3"), VOCAB_SIZES)
+    assert model.encoder_layers[0].self_attention.parent_scaled_heads == ()
+    assert model.encoder_layers[1].self_attention.parent_scaled_heads == (0, 1, 2)
+    features = model_batch()
+    first = model(features, return_attention=True)["attention"]
+    moved = dict(features, src_heads=tf.constant([[0, 1, 2, 3, -1, -1], [2, 0, -1, -1, -1, -1]]))
+    second = model(moved, return_attention=True)["attention"]
+    np.testing.assert_allclose(first[0], second[0])
+    for head in range(4):
+        same = np.allclose(first[1][:, head], second[1][:, head])
+        assert same == (head == 3)
+
+
+def test_pascal_reads_word_positions_on_subword_problems():
+    model = registry.model("pascal")(tiny_hparams("source_word_positions=true"), VOCAB_SIZES)
+    assert model.train_features == {"inputs", "targets", "src_heads", "src_word_position"}
+    assert model.decode_features == {"inputs", "src_heads", "src_word_position"}
+    features = dict(model_batch(), src_word_position=tf.constant(
+        [[1, 2, 2, 3, 0, 0], [1, 1, 0, 0, 0, 0]]))
+    # Sentence 1: word 2 = subwords 1, 2 (middle 1.5); heads are SISA heads.
+    features["src_heads"] = tf.constant([[2, 0, 0, 2, -1, -1], [0, 0, -1, -1, -1, -1]])
+    parents = model.source_parents(features, model.source_ids(features)).numpy()
+    np.testing.assert_allclose(parents, [[1.5, 1.5, 1.5, 1.5, 4, 5], [0.5, 0.5, 2, 3, 4, 5]])
+    with pytest.raises(KeyError, match="src_word_position"):
+        model({key: features[key] for key in ("inputs", "targets", "src_heads")})
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ("pascal_heads=0", "pascal_heads=0"),
+    ("pascal_heads=5", "pascal_heads=5"),
+    ("pascal_layer=2", "pascal_layer=2"),
+    ("pascal_variance=0", "pascal_variance=0"),
+    ("parent_ignoring=1.5", "parent_ignoring=1.5"),
+])
+def test_bad_pascal_hparams_are_named(overrides, message):
+    with pytest.raises(HParamsError, match=message):
+        registry.model("pascal")(tiny_hparams(overrides), VOCAB_SIZES)
+
+
+def test_pascal_trains_and_decodes_incrementally():
+    keras.utils.set_random_seed(2)
+    model = registry.model("pascal")(tiny_hparams("parent_ignoring=0.3"), VOCAB_SIZES)
+    features = model_batch()
+    optimizer = keras.optimizers.Adam(0.02)
+    losses = []
+    for _ in range(8):
+        with tf.GradientTape() as tape:
+            loss = model.compute_losses(features, model(features, training=True))["total"]
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        losses.append(float(loss))
+    assert losses[-1] < 0.75 * losses[0]
+    full = model(features)["logits"].numpy()
+    memory = model.decoder_memory(model.encode({k: features[k] for k in model.decode_features}))
+    cache = model.initial_decoder_cache(2, 4)
+    previous = tf.zeros([2], tf.int32)
+    for step in range(4):
+        logits, cache = model.decode_step(previous, step, cache, memory)
+        np.testing.assert_allclose(logits, full[:, step], rtol=1e-4, atol=1e-4)
+        previous = features["targets"][:, step]
+
+
+@pytest.mark.parametrize("name,beta2,heads,q,dropout", [
+    ("pascal_nc11_en_de", 0.997, 2, 0.4, 0.3),
+    ("pascal_nc11_de_en", 0.997, 8, 0.0, 0.3),
+    ("pascal_wmt18_en_tr", 0.98, 7, 0.3, 0.3),
+    ("pascal_wmt16_en_de", 0.98, 5, 0.0, 0.1),
+    ("pascal_wmt17_en_de", 0.997, 7, 0.3, 0.1),
+    ("pascal_wat_en_ja", 0.997, 7, 0.0, 0.1),
+])
+def test_table_2_settings(name, beta2, heads, q, dropout):
+    hp = registry.hparams(name)
+    assert (hp.adam_beta1, hp.adam_beta2) == (0.9, beta2)
+    assert (hp.pascal_layer, hp.pascal_heads, hp.pascal_variance, hp.parent_ignoring) == (
+        0, heads, 1.0, q)
+    assert hp.layer_prepostprocess_dropout == dropout and hp.label_smoothing == 0.1
+    assert hp.source_word_positions and hp.learning_rate_warmup_steps == 8000
+    schedule = NoamSchedule(hp.learning_rate, hp.hidden_size, hp.learning_rate_warmup_steps)
+    rates = [float(schedule(step)) for step in (3999, 7999, 15999)]
+    assert rates[1] == pytest.approx(0.0007, rel=1e-6)
+    assert rates[0] == pytest.approx(0.00035, rel=1e-5) and rates[2] < rates[1]
