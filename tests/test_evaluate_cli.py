@@ -68,3 +68,17 @@ def test_missing_inputs_are_usage_errors(files):
                              system_names=["a", "b"]):
         with pytest.raises(common.UsageError, match="--system_names has 2 names for 1 --hypotheses"):
             evaluate.main(["evaluate"])
+
+
+def test_ribes_is_scored_on_request(files, capsys):
+    with flagsaver.flagsaver(references=str(files / "ref.txt"),
+                             hypotheses=[str(files / "base.txt"), str(files / "good.txt")],
+                             system_names=["base", "good"], bootstrap_samples=0, ribes=True,
+                             json_output=str(files / "scores.json")):
+        evaluate.main(["evaluate"])
+    assert "RIBES" in capsys.readouterr().out
+    systems = {s["name"]: s for s in json.loads(
+        (files / "scores.json").read_text(encoding="utf-8"))["translation"]["systems"]}
+    # Identical output orders every word as the reference does; "x y z" shares no word.
+    assert systems["good"]["RIBES"] == pytest.approx(100)
+    assert systems["base"]["RIBES"] == pytest.approx(50)

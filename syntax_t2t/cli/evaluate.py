@@ -11,6 +11,7 @@
 * Parsing: UAS and LAS of each predicted CoNLL-U file (`bin/decode
   --parse_to_file`) against `--gold_parse`; LAS only for predictions with
   labels.
+* `--ribes`: RIBES of each system too (mean sentence score, NLTK).
 * Diagonal parsing: the precision of each `--diagonal_parses` file, whose
   correct head of word i is word i - 1.
 
@@ -24,7 +25,7 @@ from absl import flags
 
 from syntax_t2t.cli import common
 from syntax_t2t.errors import InputError
-from syntax_t2t.evaluation import attachment, translation
+from syntax_t2t.evaluation import attachment, ribes, translation
 from syntax_t2t.evaluation.report import format_table, write_json
 
 FLAGS = flags.FLAGS
@@ -39,6 +40,8 @@ flags.DEFINE_string("gold_parse", None, "Gold source trees (CoNLL-U) for --parse
 flags.DEFINE_list("parses", [], "Predicted source parses (CoNLL-U) to score against --gold_parse.")
 flags.DEFINE_list("diagonal_parses", [], "Predicted diagonal parses (CoNLL-U) to score.")
 flags.DEFINE_string("json_output", None, "Also write the scores to this JSON file.")
+flags.DEFINE_bool("ribes", False, "Also score RIBES (word order; the Pascal paper's metric for "
+                  "English-Japanese) on whitespace tokens.")
 
 
 def _system_names(paths, names):
@@ -47,7 +50,7 @@ def _system_names(paths, names):
     return names or [os.path.basename(path) for path in paths]
 
 
-def evaluate_translations(reference_path, hypothesis_paths, names, samples):
+def evaluate_translations(reference_path, hypothesis_paths, names, samples, with_ribes=False):
     """Scores every system; returns (report dict, printed text)."""
     references = translation.read_segments(reference_path)
     outputs = {}
@@ -55,6 +58,9 @@ def evaluate_translations(reference_path, hypothesis_paths, names, samples):
         outputs[name] = translation.read_segments(path)
         translation.check_aligned(outputs[name], references, path, reference_path)
     scores = {name: translation.corpus_scores(hyps, references) for name, hyps in outputs.items()}
+    if with_ribes:
+        for name, hyps in outputs.items():
+            scores[name]["RIBES"] = ribes.corpus_ribes(hyps, references)
     first = next(iter(scores.values()))
     report = {
         "references": reference_path,
@@ -122,7 +128,7 @@ def main(argv):
     if FLAGS.hypotheses:
         names = _system_names(FLAGS.hypotheses, FLAGS.system_names)
         report["translation"], text = evaluate_translations(
-            FLAGS.references, FLAGS.hypotheses, names, FLAGS.bootstrap_samples)
+            FLAGS.references, FLAGS.hypotheses, names, FLAGS.bootstrap_samples, FLAGS.ribes)
         sections.append(text)
     if FLAGS.parses:
         report["parsing"], text = evaluate_parses(FLAGS.gold_parse, FLAGS.parses)
