@@ -1,0 +1,13 @@
+"""The benchmark harness behind `bin/bench` (see docs/performance.md).
+
+| module | measures |
+|---|---|
+| `batches.py` | fixed `synthetic_syntax_reorder` batches of one padded length |
+| `measure.py` | interleaved repetitions, medians and spread, peak resident memory |
+| `training_throughput.py` | training step time and tokens/s of every model against `transformer` |
+| `scaling.py` | step time and memory against source length |
+| `decoding_speed.py` | cached and uncached greedy and beam decoding |
+| `torch_peer.py` | a same-shape PyTorch `nn.Transformer` training step |
+| `flops.py` | analytic FLOPs per step and the measured peak matmul rate (MFU) |
+| `report.py` | the targets, the table, JSON and the bar chart |
+"""

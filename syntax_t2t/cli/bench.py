@@ -1,0 +1,218 @@
+"""`bin/bench`: the benchmark harness; prints the table and the targets, writes JSON and PNG.
+
+    bin/bench --hparams_set=transformer_small --output_dir=bench_results
+
+In one process and one run it measures: the training step of every
+registered model (and the thesis variants with relative positions) against
+`transformer` on identical fixed batches; how step time and memory grow with
+source length for `transformer` and the tree variants; cached against
+uncached greedy and beam-4 decoding; a same-shape PyTorch `nn.Transformer`;
+analytic FLOPs against the measured matmul peak; and, when a GPU is present
+(or `--mixed_precision`/`--xla` ask for it), mixed precision and XLA
+against float32 without XLA. `--quick` shrinks everything to a CI-sized run.
+See docs/performance.md.
+"""
+
+import datetime
+import os
+import shlex
+import sys
+
+from absl import flags, logging
+
+from syntax_t2t import io_utils, registry
+from syntax_t2t.benchmarks import batches as batches_lib
+from syntax_t2t.benchmarks import (decoding_speed, flops, measure, report, scaling, torch_peer,
+                                   training_throughput)
+from syntax_t2t.cli import common
+from syntax_t2t.training import precision
+
+FLAGS = flags.FLAGS
+
+DEFAULT_HPARAMS_SET = "transformer_small"
+# --output_dir (shared with the other programs) when not given.
+DEFAULT_OUTPUT_DIR = "bench_results"
+PARTS = ("training", "scaling", "decoding", "torch", "precision")
+
+flags.DEFINE_bool("quick", False, "A CI-sized run: small batches, few repetitions, two "
+                  "lengths, short decoding, no relative combinations.")
+flags.DEFINE_list("models", [], "Models to time (default: every registered model).")
+flags.DEFINE_list("skip", [], f"Parts to leave out, of {', '.join(PARTS[1:])}.")
+flags.DEFINE_bool("relative", True, "Also time the thesis variants with relative positions "
+                  "(off under --quick unless given).")
+flags.DEFINE_integer("length", 32, "Padded source and target length of the training batch.",
+                     lower_bound=4)
+flags.DEFINE_integer("batch_tokens", 512, "Tokens per training batch, padding included "
+                     "(sentences = batch_tokens // length).", lower_bound=1)
+flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model.", lower_bound=2)
+flags.DEFINE_integer("repetitions", 5, "Interleaved timed rounds.", lower_bound=1)
+flags.DEFINE_integer("steps_per_repetition", 2, "Steps per model per round.", lower_bound=1)
+flags.DEFINE_list("scaling_lengths", ["16", "32", "64", "128", "256"],
+                  "Source lengths of the cost-growth measurement.")
+flags.DEFINE_integer("decode_sentences", 4, "Sentences per decoding batch.", lower_bound=1)
+flags.DEFINE_integer("decode_output_tokens", 50, "Output tokens per decoded sentence.",
+                     lower_bound=2)
+flags.DEFINE_integer("matmul_size", 1024, "Side of the square matmul timed for the peak rate.",
+                     lower_bound=16)
+if "mixed_precision" not in FLAGS:
+    flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
+                      "Policy compared with float32; auto = mixed precision on a GPU only.")
+if "xla" not in FLAGS:
+    flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
+                      "Also time the step with XLA; auto = on a GPU only.")
+
+QUICK = {"batch_tokens": 128, "repetitions": 2, "steps_per_repetition": 1,
+         "scaling_lengths": ["16", "32"], "decode_sentences": 1, "decode_output_tokens": 20,
+         "matmul_size": 256, "length": 16, "relative": False}
+
+
+def _setting(name):
+    """A flag's value, or its `--quick` value when the flag was not given."""
+    if FLAGS.quick and not FLAGS[name].present and name in QUICK:
+        return QUICK[name]
+    return FLAGS[name].value
+
+
+def _check_flags():
+    unknown = sorted(set(FLAGS.skip) - set(PARTS[1:]))
+    if unknown:
+        raise common.UsageError(f"--skip: unknown part(s) {', '.join(unknown)}; expected "
+                                f"{', '.join(PARTS[1:])}")
+    for name in FLAGS.models:
+        registry.model(name)  # a RegistryError names the registered ones
+    try:
+        lengths = [int(length) for length in _setting("scaling_lengths")]
+    except ValueError as error:
+        raise common.UsageError(f"--scaling_lengths: {error}") from error
+    if any(length < 4 for length in lengths):
+        raise common.UsageError(f"--scaling_lengths: every length must be at least 4, got "
+                                f"{lengths}")
+    return lengths
+
+
+def _hparams():
+    hparams = registry.hparams(FLAGS.hparams_set or DEFAULT_HPARAMS_SET)
+    hparams.parse(FLAGS.hparams)
+    return hparams
+
+
+def _training(synthetic, hparams, batch, settings, seed, torch_enabled):
+    cases = training_throughput.default_cases(FLAGS.models or None)
+    if not _setting("relative"):
+        cases = [case for case in cases if not case.relative]
+    extra = {}
+    peer = None
+    if torch_enabled:
+        peer = torch_peer.TorchTrainStep(hparams, synthetic.vocab_sizes, batch, seed=seed)
+        peer.run(settings["warmup_steps"])
+        extra["torch"] = lambda: peer.run(settings["steps_per_repetition"])
+    logging.info("timing %d training cases", len(cases))
+    measured = training_throughput.measure_training(
+        cases, hparams, synthetic.vocab_sizes, batch, warmup_steps=settings["warmup_steps"],
+        repetitions=settings["repetitions"],
+        steps_per_repetition=settings["steps_per_repetition"], seed=seed, extra_runners=extra)
+    torch_results = None
+    if peer is not None:
+        torch_times = measured["extra"]["torch"]
+        our_times = measured["timings"][training_throughput.BASELINE]
+        our_case = measured["cases"][training_throughput.BASELINE]
+        torch_results = {
+            "torch": measure.Summary.of(torch_times).as_dict(),
+            "ours": our_case["step_time"],
+            # Per round, so that a slow phase of the machine cancels out.
+            "speed_ratio": measure.Summary.of(
+                [t / o for t, o in zip(torch_times, our_times)]).as_dict(),
+            "our_parameters": our_case["parameters"],
+            "torch_parameters": peer.parameter_count(),
+        }
+    return measured, torch_results
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    lengths = _check_flags()
+    hparams = _hparams()
+    seed = FLAGS.random_seed if FLAGS.random_seed is not None else 0
+    settings = {name: _setting(name) for name in
+                ("length", "batch_tokens", "warmup_steps", "repetitions",
+                 "steps_per_repetition", "decode_sentences", "decode_output_tokens",
+                 "matmul_size")}
+    length = settings["length"]
+    sentences = batches_lib.sentences_for(length, settings["batch_tokens"])
+    synthetic = batches_lib.SyntheticBatches(seed=seed)
+    batch = synthetic.batch(length, sentences)
+    results = {
+        "command": " ".join(shlex.quote(arg) for arg in sys.argv),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": measure.machine_description(),
+        "memory_method": measure.memory_method(),
+        "settings": dict(settings, hparams_set=FLAGS.hparams_set or DEFAULT_HPARAMS_SET,
+                         hparams=FLAGS.hparams, sentences=sentences, precision="float32",
+                         xla=False, quick=FLAGS.quick, scaling_lengths=lengths),
+    }
+
+    print(f"training: {len(registry.models.names())} registered models, batch {sentences} x "
+          f"{length}", flush=True)
+    measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
+                                        "torch" not in FLAGS.skip)
+    results["training"] = {"cases": measured["cases"], "skipped": measured["skipped"]}
+    if torch_results:
+        results["torch_peer"] = torch_results
+
+    peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
+    step_flops = flops.training_step_flops(hparams, synthetic.vocab_sizes["targets"], sentences,
+                                           length, length)
+    results["efficiency"] = {
+        "step_flops": step_flops, "peak_flops": peak, "matmul_size": settings["matmul_size"],
+        "mfu": {label: flops.model_flops_utilisation(step_flops, case["step_time"]["median"],
+                                                     peak)
+                for label, case in measured["cases"].items()}}
+
+    if "scaling" not in FLAGS.skip:
+        print(f"scaling: lengths {lengths}", flush=True)
+        tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
+        results["scaling"] = scaling.measure_scaling(
+            synthetic, hparams, lengths, settings["batch_tokens"], models=tree_models,
+            repetitions=max(1, settings["repetitions"] - 2), seed=seed)
+
+    if "decoding" not in FLAGS.skip:
+        print("decoding", flush=True)
+        output_tokens = settings["decode_output_tokens"]
+        model = training_throughput.TrainStep(
+            training_throughput.BASELINE, hparams, synthetic.vocab_sizes, batch, seed=seed).model
+        source_length = max(2, output_tokens // 2)
+        results["decoding"] = decoding_speed.measure_decoding(
+            model, synthetic.batch(source_length, settings["decode_sentences"]), output_tokens,
+            repetitions=max(2, settings["repetitions"] - 2))
+
+    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+    jit_compile = precision.resolve_xla(FLAGS.xla)
+    if "precision" not in FLAGS.skip and (policy_name != "float32" or jit_compile):
+        print(f"precision: {policy_name}, XLA {jit_compile}", flush=True)
+        compared = {"float32": ("float32", False)}
+        if policy_name != "float32":
+            compared[policy_name] = (policy_name, False)
+        if jit_compile:
+            compared["float32 + XLA"] = ("float32", True)
+            if policy_name != "float32":
+                compared[f"{policy_name} + XLA"] = (policy_name, True)
+        results["precision"] = training_throughput.measure_settings(
+            compared, hparams, synthetic.vocab_sizes, batch,
+            warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
+            steps_per_repetition=settings["steps_per_repetition"], seed=seed)
+
+    output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
+    os.makedirs(output_dir, exist_ok=True)
+    table = report.format_table(results)
+    report.write_json(results, os.path.join(output_dir, "bench.json"))
+    report.write_chart(results, os.path.join(output_dir, "bench.png"))
+    io_utils.atomic_write_text(os.path.join(output_dir, "bench.md"),
+                               f"Command: `{results['command']}`\n\n{table}")
+    print(table)
+    print(f"wrote {output_dir}/bench.json, bench.png and bench.md")
+
+
+def run():
+    """Entry point of `bin/bench` and `syntax-t2t-bench`."""
+    common.run(main)
