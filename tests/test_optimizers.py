@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.training import optimizers
-from syntax_t2t.training.schedules import NoamSchedule
+from syntax_t2t.training.schedules import T2T_NOAM_SCALE, NoamSchedule
 
 
 def hparams(**overrides):
@@ -25,7 +25,7 @@ def test_adam_with_t2t_settings_on_the_noam_schedule():
     for updates in (0, 7999, 20000):
         optimizer.iterations.assign(updates)
         assert float(optimizer.learning_rate) == pytest.approx(
-            float(NoamSchedule(0.2, 512, 8000)(updates)), rel=1e-6)
+            float(NoamSchedule(0.2 * T2T_NOAM_SCALE, 512, 8000)(updates)), rel=1e-6)
 
 
 def test_float16_gets_dynamic_loss_scaling_and_bfloat16_does_not():
