@@ -2,3 +2,4 @@
 
 from hparams import pascal  # noqa: F401
 from hparams import transformer  # noqa: F401
+from hparams import tree2seq  # noqa: F401

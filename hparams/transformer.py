@@ -76,6 +76,29 @@ def transformer_base():
         # xpos, deprel and subword_tag. The seed's variant: deprel of size 10.
         sh_factors=["deprel"],
         sh_factor_sizes=[10],
+        # ------------------------------------------------------------------
+        # MG-SA (Hao et al. 2019): phrase heads in encoder layers mgsa_layers.
+        mgsa_layers=[0],  # the seed's best: the bottom layer only
+        mgsa_partition="syntactic",  # "ngram" or "syntactic"
+        mgsa_ngram_sizes=[2, 3, 4],  # one granularity per group of phrase heads
+        mgsa_levels=3,  # K: syntactic phrases of tree levels 1..K
+        mgsa_word_heads=0,  # word heads (the first ones); 0 = a quarter of num_heads
+        mgsa_composition="attention",  # "max", "attention" (the seed's default) or "lstm"
+        mgsa_interaction="none",  # phrase interaction: "none", "lstm" or "on_lstm"
+        mgsa_chunk_size=8,  # ON-LSTM neurons per master-gate value
+        mgsa_tag_loss_weight=0.001,  # lambda of the phrase-tag loss; 0 = no supervision
+        # ------------------------------------------------------------------
+        # NSD (Ma et al. 2019): neural syntactic distances of the source.
+        nsd_distance="dependency",  # "lca_height" (d_S), "common_ancestors" (d_G),
+        # "relative" (d_R) or "dependency" (d_D)
+        nsd_max_distance=20,  # distances clipped at +-k (2k + 1 embedding ids)
+        nsd_input="sum",  # NSD as input: "none", "concat", "sum" or "linear" (eq. 8-10)
+        nsd_embedding_size=0,  # distance-embedding width with "concat"; 0 = hidden_size // 8
+        nsd_positional_encoding=False,  # syntactic positional encoding (eq. 15-16)
+        nsd_spe_sigma=40.0,  # sigma_SPE, the longest period of the syntactic encoding
+        nsd_output=False,  # predict the NSD from the encoder states (eq. 11)
+        nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
+        nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
     )
 
 

@@ -38,7 +38,7 @@ VOCAB_SIZES = {"inputs": 12, "targets": 12, "deprel": 6, "upos": 6, "xpos": 6}
 def tiny_hparams(**overrides):
     hparams = HParams(
         hidden_size=16, optimizer="adam", adam_beta1=0.9, adam_beta2=0.997, adam_epsilon=1e-9,
-        learning_rate=2.0, learning_rate_warmup_steps=10, clip_grad_norm=0.0,
+        learning_rate=0.2, learning_rate_warmup_steps=10, clip_grad_norm=0.0,
         layer_prepostprocess_dropout=0.0, parse_loss_weight=1.0, max_length=16)
     return hparams.override(overrides)
 

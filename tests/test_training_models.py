@@ -34,12 +34,16 @@ def datasets(data_dir, hparams):
             problem.dataset("eval", data_dir, hparams))
 
 
-@pytest.mark.parametrize("model_name", registry.models.names())
+# tree2seq is an LSTM with its own hparams sets and SGD; test_tree2seq.py trains it.
+TRANSFORMER_MODELS = [name for name in registry.models.names() if name != "tree2seq"]
+
+
+@pytest.mark.parametrize("model_name", TRANSFORMER_MODELS)
 def test_every_registered_model_learns(data_dir, tmp_path, model_name):
     keras.utils.set_random_seed(2)
     trainer, hparams = make_trainer(
         model_name, data_dir, tmp_path,
-        "hidden_size=32,filter_size=64,num_encoder_layers=1,parse_layer=0,learning_rate=0.5,"
+        "hidden_size=32,filter_size=64,num_encoder_layers=1,parse_layer=0,learning_rate=0.05,"
         "learning_rate_warmup_steps=20")
     train, dev = datasets(data_dir, hparams)
     before = trainer.evaluate(dev, steps=0)

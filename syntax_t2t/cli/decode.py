@@ -33,9 +33,10 @@ from absl import flags, logging
 from syntax_t2t import io_utils
 from syntax_t2t.cli import common
 from syntax_t2t.decoding import inputs as decode_inputs
+from syntax_t2t.decoding import length_model as length_model_lib
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
-from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
 from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
 from syntax_t2t.errors import InputError
@@ -52,7 +53,9 @@ flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
 flags.DEFINE_string("decode_hparams", "",
                     "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
-                    "return_beams=false'.")
+                    "return_beams=false,length_model=false'; length_model=true scores by "
+                    "log p(y|x) + log p(len y | len x) from training statistics "
+                    "(Eriguchi et al. 2016).")
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
@@ -108,8 +111,12 @@ def main(argv):
                                 f"(only dep_parse and diagonal_parse parse)")
     logging.info("decoding with %s from %s, %s", trained.model_name, trained.checkpoint, settings)
 
+    # The length model (length_model=true): counted from the training data once, kept in the run.
+    length_model = (length_model_lib.load_or_collect(
+        run_dir_of(FLAGS.output_dir, FLAGS.checkpoint_path), trained.problem, trained.data_dir)
+        if settings.length_model else None)
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
-                      jit_compile=precision.resolve_xla(FLAGS.xla))
+                      jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
     translations = decoder.translate(sentences)
 

@@ -10,16 +10,32 @@ generated data, and an output directory that holds another run (a different
 model or problem, or other hyper-parameters). Running the same command again
 resumes from the newest checkpoint and trains up to `--train_steps` (the
 global step to stop at, as in T2T).
+
+Faults: SIGINT or SIGTERM saves a checkpoint at the step reached and exits
+with status 128 + the signal's number; a non-finite loss stops training,
+naming the step, before anything after the last good step is saved (or,
+with `--skip_nonfinite_batches`, skips and counts such batches). With
+`--deterministic` and `--random_seed`, TensorFlow's ops and the input
+pipeline run deterministically, and a run interrupted and resumed any number
+of times ends with the same weights as an uninterrupted one (on the same
+machine and software). Training examples longer than `max_length` are
+dropped; how many is reported at the end.
 """
 
+import sys
+
 import keras
+import tensorflow as tf
 from absl import flags, logging
 
 from syntax_t2t import registry
 from syntax_t2t.cli import common
+from syntax_t2t.data import pipeline
 from syntax_t2t.errors import InputError
 from syntax_t2t.problem import DEV, TRAIN
 from syntax_t2t.training import checkpoints, distribution, precision, run_directory
+from syntax_t2t.training.nonfinite import NonFiniteLossError
+from syntax_t2t.training.stop_signals import TrainingInterrupted
 from syntax_t2t.training.trainer import Trainer
 
 FLAGS = flags.FLAGS
@@ -46,6 +62,12 @@ if "xla" not in FLAGS:
     # bin/decode defines the same flag; tests and tools may import both programs.
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
                       "Compile the train step with XLA; auto = on a GPU only.")
+flags.DEFINE_bool("deterministic", False,
+                  "Deterministic TensorFlow ops and input order (needs --random_seed): a resumed "
+                  "run ends with the weights of an uninterrupted one. Slower.")
+flags.DEFINE_bool("skip_nonfinite_batches", False,
+                  "Skip (and count) batches whose loss or gradient is NaN or infinite instead of "
+                  "stopping at the first one.")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
@@ -55,7 +77,7 @@ flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
 SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
                "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
                "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
-               "xla", "distribution")
+               "xla", "distribution", "deterministic", "skip_nonfinite_batches")
 
 
 def _flag_lines():
@@ -85,6 +107,20 @@ def _check_data(problem):
             f"training evaluates on it")
 
 
+def _check_lengths(problem, hparams):
+    """Fails when no training example fits `max_length`: training would wait forever for a batch."""
+    files = problem.filepaths(FLAGS.data_dir, TRAIN)
+    examples = tf.data.TFRecordDataset(files).map(
+        lambda record: pipeline.parse_example(record, ("inputs", "targets")))
+    fits = examples.filter(lambda example: pipeline.example_length(example) <= hparams.max_length)
+    if next(iter(fits.take(1)), None) is None:
+        shortest = min(int(pipeline.example_length(example)) for example in examples)
+        raise common.UsageError(
+            f"no example of the train split of problem {FLAGS.problem} in {FLAGS.data_dir} fits "
+            f"max_length={hparams.max_length}: the shortest is {shortest} tokens long (with "
+            f"<EOS>); training drops longer ones, so raise --hparams=max_length")
+
+
 def _requested_hparams(saved):
     """The hparams the command line asks for, or None to keep the saved ones."""
     if FLAGS.hparams_set:
@@ -94,10 +130,21 @@ def _requested_hparams(saved):
     return None
 
 
+def input_report(counters, max_length):
+    """One line on what the training input read and dropped in this process."""
+    counts = counters.as_dict()
+    return (f"training input: read {counts['examples_read']} examples in this session (the input "
+            f"reads ahead), dropped {counts['dropped_too_long']} longer than "
+            f"max_length={max_length}")
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("problem", "model", "data_dir", "output_dir")
+    if FLAGS.deterministic and FLAGS.random_seed is None:
+        raise common.UsageError("--deterministic needs --random_seed: an unseeded run differs "
+                                "from the next one anyway")
     problem = registry.problem(FLAGS.problem)
     model_class = registry.model(FLAGS.model)
     _check_features(problem, model_class.train_features)
@@ -117,6 +164,9 @@ def main(argv):
                  f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
                  if strategy.num_replicas_in_sync > 1 else "one device")
 
+    _check_lengths(problem, hparams)
+    if FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
     if FLAGS.random_seed is not None:
         keras.utils.set_random_seed(FLAGS.random_seed)
     trainer = Trainer(
@@ -124,16 +174,27 @@ def main(argv):
         policy_name=policy_name, jit_compile=jit_compile,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        log_step_count_steps=FLAGS.log_step_count_steps)
+        log_step_count_steps=FLAGS.log_step_count_steps,
+        skip_nonfinite_batches=FLAGS.skip_nonfinite_batches)
     # Some models need more features with some hparams (known once built).
     _check_features(problem, trainer.model.train_features)
-    train_dataset = problem.dataset("train", FLAGS.data_dir, hparams, seed=FLAGS.random_seed)
+    counters = pipeline.PipelineCounters()
+    train_dataset = problem.dataset("train", FLAGS.data_dir, hparams, counters=counters,
+                                    seed=FLAGS.random_seed)
     dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
 
     if distribution.is_chief(strategy):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
-    results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
-                            eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps)
+    try:
+        results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
+                                eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps)
+    except TrainingInterrupted as interrupted:
+        logging.info("%s", input_report(counters, hparams.max_length))
+        print(f"stopped: {interrupted}", file=sys.stderr)
+        sys.exit(interrupted.exit_status)
+    print(input_report(counters, hparams.max_length))
+    if trainer.nonfinite_batches:
+        print(f"skipped {trainer.nonfinite_batches} batches whose loss or gradient was not finite")
     if results:
         print("final dev evaluation: " + "  ".join(
             f"{name} {value:.4f}" for name, value in sorted(results.items())))
@@ -142,4 +203,5 @@ def main(argv):
 def run():
     """Entry point of `bin/train` and `syntax-t2t-train`."""
     common.run(main, extra_user_errors=(
-        InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError))
+        InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError,
+        NonFiniteLossError))

@@ -33,6 +33,7 @@ PathLike = Union[str, os.PathLike]
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 _ID, _FORM, _LEMMA, _UPOS, _XPOS, _FEATS, _HEAD, _DEPREL, _DEPS, _MISC = range(len(COLUMNS))
 _RANGE_PATTERN = re.compile(r"\d+-\d+")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 # A line is (line number, text), or (line number, InputError) when it could
 # not be decoded: the error is raised only if that line's sentence is used.
@@ -52,9 +53,14 @@ def read_conllu(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterator[
         (e.g. `sent_id`, `text`, `parallel_id`, `text_en`) in `comments`.
 
     Raises:
-        InputError: naming file, line and problem, unless `skip` is given.
+        InputError: naming file, line and problem, unless `skip` is given;
+            a file without any sentence (empty, or blank lines only) always.
     """
-    yield from _read_trees(_decoded_lines(path), os.fspath(path), skip)
+    sentences = 0
+    for sentences, tree in enumerate(_read_trees(_decoded_lines(path), os.fspath(path), skip), 1):
+        yield tree
+    if sentences == 0 and not _has_content(path):
+        raise InputError(path, None, "file is empty (no CoNLL-U sentence)", reason="empty file")
 
 
 def parse_conllu_text(
@@ -90,6 +96,11 @@ def format_conllu(trees: Iterable[DependencyTree]) -> str:
 def write_conllu(trees: Iterable[DependencyTree], path: PathLike) -> None:
     """Atomically writes trees as a CoNLL-U file (gzip-compressed if `path` ends in `.gz`)."""
     io_utils.atomic_write_text(path, format_conllu(trees))
+
+
+def _has_content(path: PathLike) -> bool:
+    """Whether any line of the file holds more than whitespace (or a byte order mark)."""
+    return any(raw.strip() not in (b"", _UTF8_BOM) for _, raw in io_utils.read_raw_lines(path))
 
 
 def _decoded_lines(path: PathLike) -> Iterator[_Line]:

@@ -92,10 +92,12 @@ def read_czeng(
         `sent_id` comment when the layout has an id block.
 
     Raises:
-        InputError: naming file, line and problem, unless `skip` is given.
+        InputError: naming file, line and problem, unless `skip` is given;
+            an empty file always.
         ValueError: for an inconsistent layout.
     """
     layout = CzengLayout(**layout)
+    number = 0
     for number, raw in io_utils.read_raw_lines(path):
         try:
             text = io_utils.decode_line(path, number, raw)
@@ -105,6 +107,8 @@ def read_czeng(
                 raise InputError(path, number, problem.message, reason=problem.reason) from None
         except InputError as error:
             raise_or_skip(error, skip)
+    if number == 0:
+        raise InputError(path, None, "file is empty (no CzEng export line)", reason="empty file")
 
 
 def format_czeng_line(

@@ -31,10 +31,18 @@ Modes:
 
 Source syntax features are padded as `docs/design.md` specifies: `-1` for
 `src_heads` (so the `<EOS>` position of `inputs` has head -1) and `0` for ids.
+
+Derived features. A model whose inputs need Python to compute (the binary
+trees of tree2seq, from `src_heads`) declares `DerivedFeatures`; the trainer
+adds them to every batch inside the `tf.data` pipeline (`add_to`, through
+`tf.numpy_function`, on the pipeline's threads rather than in the compiled
+model step) and the decoder to every batch it pads (`compute`).
 """
 
-from typing import Optional, Sequence
+import dataclasses
+from typing import Callable, Mapping, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 TRAIN, EVAL, TEST = "train", "eval", "test"
@@ -251,3 +259,41 @@ def _batcher(boundaries, batch_sizes, feature_keys, drop_remainder: bool):
             drop_remainder=drop_remainder)
     return batch
 
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedFeatures:
+    """Batch features a model computes from other batch features with NumPy.
+
+    Attributes:
+        source_keys: the batch features `function` reads, in argument order.
+        keys: the features it returns, in result order.
+        function: `(*sources) -> tuple of arrays`, one per key: int32 [B, S]
+            arrays from int32 [B, S] ones (the batch's padded length S).
+    """
+
+    source_keys: tuple[str, ...]
+    keys: tuple[str, ...]
+    function: Callable[..., Sequence[np.ndarray]]
+
+    def compute(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The derived features of a batch of NumPy arrays."""
+        values = self.function(*(np.asarray(batch[key], np.int32) for key in self.source_keys))
+        if len(values) != len(self.keys):
+            raise ValueError(f"derived features {self.keys}: the function returned {len(values)} "
+                             f"arrays, expected {len(self.keys)}")
+        return {key: np.asarray(value, np.int32) for key, value in zip(self.keys, values)}
+
+    def add_to(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        """`dataset`'s batches with the derived features added."""
+        def add(batch):
+            sources = [tf.cast(batch[key], tf.int32) for key in self.source_keys]
+            values = tf.numpy_function(
+                lambda *arrays: tuple(self.compute(dict(zip(self.source_keys, arrays))).values()),
+                sources, [tf.int32] * len(self.keys), stateful=False)
+            derived = dict(batch)
+            for key, value in zip(self.keys, values):
+                value.set_shape(sources[0].shape)
+                derived[key] = value
+            return derived
+        return dataset.map(add, num_parallel_calls=tf.data.AUTOTUNE)

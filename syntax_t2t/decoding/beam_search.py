@@ -7,11 +7,16 @@ The search keeps two sets of `beam_size` hypotheses per sentence, as T2T does:
   and ranked by their log-probability divided by the GNMT length penalty
   `((5 + length) / 6) ** alpha` (Wu et al. 2016), `length` counting `<EOS>`.
 
+With a `length_scores` table (the length model of Eriguchi et al. 2016,
+`syntax_t2t.decoding.length_model`) a finished hypothesis of `length`
+tokens is scored `log-probability / penalty + length_scores[length]`.
+
 Every step takes the best `2 * beam_size` one-token extensions of the alive
 hypotheses: at most `beam_size` of them end in `<EOS>`, so at least
 `beam_size` remain to stay alive. A sentence is done when no alive hypothesis
 can still beat its best finished one (log-probabilities only fall, and the
-penalty is largest at the maximum length), or when it reached its maximum
+penalty is largest at the maximum length; with length scores, plus the best
+score of the lengths still reachable), or when it reached its maximum
 length; a done sentence's hypotheses no longer change, so its result does not
 depend on the other sentences in the batch. Sentences that never finish
 return their alive hypotheses.
@@ -65,8 +70,9 @@ class SearchResult(typing.NamedTuple):
         lengths: int32 [batch, beam]: tokens of each hypothesis, without the
             final `<EOS>`.
         scores: float32 [batch, beam]: log-probability divided by the length
-            penalty of the hypothesis' length (`<EOS>` counted); -inf for
-            empty slots.
+            penalty of the hypothesis' length (`<EOS>` counted), plus its
+            length score where the search has a `length_scores` table; -inf
+            for empty slots.
         finished: bool [batch, beam]: whether the hypothesis ended with `<EOS>`
             (false when the maximum length cut it off).
     """
@@ -145,8 +151,31 @@ def _first_eos_lengths(ids, eos_id, max_lengths):
     return tf.where(tf.reduce_any(is_eos, axis=-1), first, cut)
 
 
+def length_score(length_scores, lengths):
+    """The length scores of hypotheses of `lengths` tokens (`<EOS>` counted).
+
+    Args:
+        length_scores: float32 [batch, max_steps + 1].
+        lengths: int32 [batch] or [batch, k].
+
+    Returns:
+        float32 of `lengths`' shape.
+    """
+    length_scores = tf.cast(length_scores, tf.float32)
+    lengths = tf.cast(lengths, tf.int32)
+    if lengths.shape.rank == 1:
+        return tf.gather(length_scores, lengths[:, None], batch_dims=1)[:, 0]
+    return tf.gather(length_scores, lengths, batch_dims=1)
+
+
+def best_reachable_length_scores(length_scores):
+    """`best[b, l] = max over l' >= l of length_scores[b, l']`: what ending later can still add."""
+    reversed_columns = tf.reverse(tf.transpose(length_scores), axis=[0])
+    return tf.transpose(tf.reverse(tf.scan(tf.maximum, reversed_columns), axis=[0]))
+
+
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
-                cache, alpha=0.6, eos_id=1):
+                cache, alpha=0.6, eos_id=1, length_scores=None):
     """T2T beam search (see the module docstring).
 
     Call it inside a `tf.function` (optionally `jit_compile=True`): the loop
@@ -165,6 +194,8 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
             decoder state (already tiled to the beams).
         alpha: length-penalty exponent (thesis: 0.6).
         eos_id: the `<EOS>` id.
+        length_scores: None, or float32 [batch, max_steps + 1]: column l is
+            added to the score of a hypothesis of l tokens, `<EOS>` counted.
 
     Returns:
         A `SearchResult`, hypotheses sorted best first.
@@ -187,6 +218,10 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
     finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
     done = tf.zeros([batch_size], tf.bool)
     max_penalty = length_penalty(max_lengths, alpha)
+    if length_scores is not None:
+        length_scores = tf.cast(length_scores, tf.float32)
+        best_reachable = best_reachable_length_scores(length_scores)
+        last_length = tf.shape(length_scores)[1] - 1
 
     def extend(step, alive_ids, alive_log_probs, cache):
         """The best `2 * beam` one-token extensions of the alive hypotheses."""
@@ -218,7 +253,10 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         Existing finished hypotheses come first, so a tie keeps the older one.
         """
         ended = is_eos & tf.math.is_finite(candidate_log_probs)
-        scores = tf.where(ended, candidate_log_probs / length_penalty(step + 1, alpha), NEG_INF)
+        scores = candidate_log_probs / length_penalty(step + 1, alpha)
+        if length_scores is not None:
+            scores += length_score(length_scores, tf.fill([batch_size], step + 1))[:, None]
+        scores = tf.where(ended, scores, NEG_INF)
         all_ids = tf.concat([finished_ids, candidate_ids], axis=1)
         all_scores = tf.concat([finished_scores, scores], axis=1)
         all_flags = tf.concat([finished_flags, ended], axis=1)
@@ -250,6 +288,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         # Alive log-probabilities only fall and the penalty only grows, so
         # the best alive hypothesis can at most reach this score.
         best_possible_alive = alive_log_probs[:, 0] / max_penalty
+        if length_scores is not None:
+            # Alive hypotheses end at step + 2 tokens or later.
+            best_possible_alive += best_reachable[:, tf.minimum(step + 2, last_length)]
         cannot_improve = finished_scores[:, 0] > best_possible_alive
         at_max_length = step + 1 >= max_lengths
         done = done | cannot_improve | at_max_length
@@ -266,6 +307,8 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
     any_finished = tf.reduce_any(finished_flags, axis=1)
     ids = _hold(~any_finished, alive_ids, finished_ids)[:, :, 1:]
     alive_scores = alive_log_probs / max_penalty[:, None]
+    if length_scores is not None:
+        alive_scores += length_score(length_scores, max_lengths)[:, None]
     scores = _hold(~any_finished, alive_scores, finished_scores)
     flags = finished_flags & any_finished[:, None]
     lengths = _first_eos_lengths(ids, eos_id, max_lengths)

@@ -78,9 +78,12 @@ class Decoder:
         hparams: decoding settings from `decode_hparams`.
         parse_decoder: `"argmax"` or `"mst"`, for models with a parse head.
         jit_compile: compile the search with XLA.
+        length_model: a `syntax_t2t.decoding.length_model.LengthModel` to
+            score hypotheses with (`length_model=true`), or None.
     """
 
-    def __init__(self, model, problem, hparams, parse_decoder: str = "argmax", jit_compile: bool = False):
+    def __init__(self, model, problem, hparams, parse_decoder: str = "argmax", jit_compile: bool = False,
+                 length_model=None):
         if parse_decoder not in PARSE_DECODERS:
             raise ValueError(f"unknown parse decoder {parse_decoder!r}; choose one of "
                              f"{', '.join(PARSE_DECODERS)}")
@@ -90,8 +93,12 @@ class Decoder:
         self.parse_decoder = parse_decoder
         self.feature_keys = sorted(model.decode_features)
         self.length_multiple = 8 if jit_compile else 1
-        self._decode = make_decode_function(model, self.feature_keys, hparams.beam_size, hparams.alpha,
-                                            hparams.extra_length, jit_compile=jit_compile)
+        # Features the model computes with NumPy (pipeline.DerivedFeatures).
+        self._derived = getattr(model, "derived_features", None)
+        derived_keys = list(self._derived.keys) if self._derived is not None else []
+        self._decode = make_decode_function(model, self.feature_keys + derived_keys, hparams.beam_size,
+                                            hparams.alpha, hparams.extra_length, jit_compile=jit_compile,
+                                            length_model=length_model)
 
     def check_features(self, sentences: Sequence[SourceSentence], input_name: str = "the input") -> None:
         """Raises `MissingFeaturesError` when the model needs trees the input lacks."""
@@ -126,6 +133,8 @@ class Decoder:
         for start in range(0, len(order), batch_size):
             indices = order[start:start + batch_size]
             batch = pad_batch([encoded[i] for i in indices], self.feature_keys, self.length_multiple)
+            if self._derived is not None:
+                batch.update(self._derived.compute(batch))
             outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
             for row, index in enumerate(indices):
                 results[index] = self._translation(outputs, row, len(sentences[index].tokens))

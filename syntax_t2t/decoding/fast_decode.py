@@ -15,7 +15,10 @@ Per batch, the compiled function
 
 A sentence may produce at most `input length + extra_length` tokens, its
 `<EOS>` included, where the input length counts `inputs` up to and with its
-`<EOS>` (T2T's `decode_length`). The model contract is in `docs/design.md`
+`<EOS>` (T2T's `decode_length`). With a length model
+(`syntax_t2t.decoding.length_model`) finished hypotheses are scored by
+log p(y | x) + log p(len(y) | len(x)) (Eriguchi et al. 2016, eq. 16), without
+the GNMT length penalty. The model contract is in `docs/design.md`
 and `syntax_t2t/models/transformer.py`.
 """
 
@@ -31,7 +34,8 @@ def input_lengths(inputs):
     return tf.reduce_sum(tf.cast(tf.not_equal(inputs, 0), tf.int32), axis=1)
 
 
-def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID):
+def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
+                 length_model=None):
     """Decodes one batch (call inside `tf.function`; see the module docstring).
 
     Args:
@@ -40,9 +44,10 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID)
         features: the batch, at least the model's `decode_features`
             (int32 [B, S] each).
         beam_size: Python int; 1 is greedy decoding.
-        alpha: length-penalty exponent.
+        alpha: length-penalty exponent (not used with a length model).
         extra_length: Python int; see the module docstring.
         eos_id: the `<EOS>` id.
+        length_model: a `LengthModel`, or None.
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
@@ -53,6 +58,11 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID)
     batch_size = tf.shape(inputs)[0]
     max_steps = (inputs.shape[1] or tf.shape(inputs)[1]) + extra_length
     max_lengths = input_lengths(inputs) + extra_length
+    length_scores = None
+    if length_model is not None:
+        # Eq. 16 replaces the length penalty; source lengths leave out <EOS>.
+        length_scores = length_model.search_scores(input_lengths(inputs) - 1, max_steps)
+        alpha = 0.0
 
     encoded = model.encode(features, training=False)
     memory = model.decoder_memory(encoded)
@@ -65,7 +75,7 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID)
 
     initial_ids = tf.fill([batch_size], tf.constant(model.decode_start_id, tf.int32))
     result = search(symbols_to_logits, initial_ids, beam_size, max_steps, max_lengths, cache,
-                    alpha=alpha, eos_id=eos_id)
+                    alpha=alpha, eos_id=eos_id, length_scores=length_scores)
     outputs = {"ids": result.ids, "lengths": result.lengths, "scores": result.scores}
     if "parse_logits" in encoded:
         outputs["parse_logits"] = encoded["parse_logits"]
@@ -73,13 +83,13 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID)
 
 
 def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, jit_compile=False,
-                         eos_id=EOS_ID):
+                         eos_id=EOS_ID, length_model=None):
     """`decode_batch` compiled once for batches of any size and length.
 
     Args:
         model: as in `decode_batch`.
         feature_keys: the batch keys the function takes.
-        beam_size, alpha, extra_length, eos_id: as in `decode_batch`.
+        beam_size, alpha, extra_length, eos_id, length_model: as in `decode_batch`.
         jit_compile: compile with XLA (one executable per batch shape).
 
     Returns:
@@ -90,6 +100,6 @@ def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, ji
 
     @tf.function(input_signature=[signature], jit_compile=jit_compile)
     def decode(features):
-        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id)
+        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model)
 
     return decode

@@ -8,11 +8,11 @@ form and the same `symbols_to_logits_fn(ids, step, cache)` interface as
 
 import tensorflow as tf
 
-from syntax_t2t.decoding.beam_search import SearchResult, length_penalty, shape_list
+from syntax_t2t.decoding.beam_search import SearchResult, length_penalty, length_score, shape_list
 
 
 def greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cache,
-                  alpha=0.6, eos_id=1):
+                  alpha=0.6, eos_id=1, length_scores=None):
     """Greedy search (see the module docstring); call it inside a `tf.function`.
 
     Args:
@@ -28,6 +28,8 @@ def greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cac
         alpha: length-penalty exponent, used only to make `scores` comparable
             with `beam_search`'s.
         eos_id: the `<EOS>` id.
+        length_scores: None, or float32 [batch, max_steps + 1] added to the
+            score as in `beam_search` (it cannot change a greedy choice).
 
     Returns:
         A `SearchResult` with a beam dimension of 1.
@@ -64,6 +66,9 @@ def greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cac
                  done, cache)
     _, _, ids, log_probs, lengths, ended, _, _ = tf.while_loop(
         condition, body, loop_vars, maximum_iterations=max_steps)
-    scores = log_probs / length_penalty(lengths + tf.cast(ended, tf.int32), alpha)
+    final_lengths = lengths + tf.cast(ended, tf.int32)
+    scores = log_probs / length_penalty(final_lengths, alpha)
+    if length_scores is not None:
+        scores += length_score(length_scores, final_lengths)
     return SearchResult(ids=ids[:, None, :], lengths=lengths[:, None],
                         scores=scores[:, None], finished=ended[:, None])

@@ -114,8 +114,9 @@ def read_sources(path: PathLike, input_format: str = "auto") -> list[SourceSente
         CzEng, per block for CoNLL-U).
 
     Raises:
-        InputError: a problem with the file as a whole (corrupt gzip);
-            problems of single sentences become unusable entries.
+        InputError: a problem with the file as a whole (corrupt gzip, no
+            sentence at all); problems of single sentences become unusable
+            entries.
         ValueError: an unknown format.
     """
     if input_format not in FORMATS:
@@ -159,4 +160,6 @@ def _read_text(path) -> list[SourceSentence]:
             continue
         problem = None if tokens else f"{location}: empty line"
         entries.append(SourceSentence(tokens or None, location, problem))
+    if not entries:
+        raise InputError(path, None, "file is empty (no sentence to decode)", reason="empty file")
     return entries

@@ -17,7 +17,7 @@ def tile_beams(tensor, beam_size):
 
 
 def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths, cache,
-           alpha=0.6, eos_id=1):
+           alpha=0.6, eos_id=1, length_scores=None):
     """Greedy search when `beam_size` is 1, otherwise T2T beam search.
 
     Args:
@@ -31,12 +31,15 @@ def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
             `tile_beams`).
         alpha: length-penalty exponent.
         eos_id: the `<EOS>` id.
+        length_scores: None, or float32 [batch, max_steps + 1]: column l is
+            added to the score of a finished hypothesis of l tokens (`<EOS>`
+            counted); see `syntax_t2t.decoding.length_model`.
 
     Returns:
         A `SearchResult` with `beam_size` hypotheses per sentence.
     """
     if beam_size == 1:
         return greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cache,
-                             alpha=alpha, eos_id=eos_id)
+                             alpha=alpha, eos_id=eos_id, length_scores=length_scores)
     return beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
-                       cache, alpha=alpha, eos_id=eos_id)
+                       cache, alpha=alpha, eos_id=eos_id, length_scores=length_scores)

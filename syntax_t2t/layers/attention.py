@@ -22,6 +22,11 @@ One layer covers all the attention the models need:
 * a bi-affine head (SISA; Strubell et al. 2018): one head's logits come from
   a deep bi-affine scorer of the attended sequence (`biaffine.py`) instead of
   its query-key dot product; its values are projected like any other head's;
+* phrase heads (MG-SA; Hao et al. 2019): chosen heads take their keys and
+  values from a phrase memory [B, G, P, D] (`phrase_memory.py`) instead of
+  the attended tokens: head h attends over the phrases of granularity
+  `phrase_granularities[h]`, with its own query, key and value projections
+  (seed eq. 4-7). Label biases apply to word heads only;
 * the probabilities of every head, for analysis and parse decoding;
 * a key/value cache for incremental decoding (keras-hub's convention).
 
@@ -70,6 +75,11 @@ class MultiHeadAttention(keras.layers.Layer):
             keys are not projected. Self-attention only. None for none.
         biaffine_size: width of the bi-affine scorer's projections; by
             default `key_dim`.
+        phrase_heads: heads whose keys and values are projected from
+            `phrase_memory` (MG-SA); `call` then needs `phrase_memory` and
+            `phrase_mask`. Self-attention only.
+        phrase_granularities: for each of `phrase_heads`, the index g of the
+            granularity (the row of `phrase_memory`) it attends over.
         seed: seeds the parent-ignoring draws.
         kernel_initializer: initializer of the projections (T2T: Glorot
             uniform, "uniform_unit_scaling" with gain 1).
@@ -80,7 +90,8 @@ class MultiHeadAttention(keras.layers.Layer):
     def __init__(self, num_heads, key_dim, dropout=0.0, output_dim=None,
                  label_vocab_sizes=None, value_bias_labels=(), spec_heads=(),
                  parse_head=None, parent_scaled_heads=(), parent_variance=1.0,
-                 parent_ignoring=0.0, biaffine_head=None, biaffine_size=None, seed=None,
+                 parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
+                 phrase_heads=(), phrase_granularities=(), seed=None,
                  kernel_initializer="glorot_uniform", label_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
@@ -96,6 +107,8 @@ class MultiHeadAttention(keras.layers.Layer):
         self.parent_ignoring = float(parent_ignoring)
         self.biaffine_head = None if biaffine_head is None else int(biaffine_head)
         self.biaffine_size = None if biaffine_size is None else int(biaffine_size)
+        self.phrase_heads = tuple(int(h) for h in phrase_heads)
+        self.phrase_granularities = tuple(int(g) for g in phrase_granularities)
         self.seed = seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.label_initializer = keras.initializers.get(label_initializer)
@@ -138,6 +151,19 @@ class MultiHeadAttention(keras.layers.Layer):
         if not 0.0 <= self.parent_ignoring <= 1.0:
             raise ValueError(
                 f"{where}: parent_ignoring is a probability, got {self.parent_ignoring}")
+        for head in self.phrase_heads:
+            if not 0 <= head < self.num_heads:
+                raise ValueError(f"{where}: phrase head {head} does not exist, "
+                                 f"heads are 0 .. {self.num_heads - 1}")
+            if head in self.spec_heads + single:
+                raise ValueError(f"{where}: head {head} cannot be both a phrase head and a "
+                                 f"specialised, parse or bi-affine head")
+        if len(set(self.phrase_heads)) != len(self.phrase_heads):
+            raise ValueError(f"{where}: phrase_heads {list(self.phrase_heads)} repeats a head")
+        if len(self.phrase_granularities) != len(self.phrase_heads) or any(
+                g < 0 for g in self.phrase_granularities):
+            raise ValueError(f"{where}: phrase_granularities {list(self.phrase_granularities)} "
+                             f"needs one index >= 0 per phrase head {list(self.phrase_heads)}")
         if self.biaffine_size is not None and self.biaffine_size < 1:
             raise ValueError(f"{where}: biaffine_size must be positive, got {self.biaffine_size}")
         for name, size in self.label_vocab_sizes.items():
@@ -234,6 +260,35 @@ class MultiHeadAttention(keras.layers.Layer):
         values = self._project(source, self.value_kernel)
         return tf.stack([keys, values], axis=1)
 
+    def _phrase_keys_and_values(self, keys_values, phrase_memory):
+        """Replaces the phrase heads' keys and values by projections of the phrase memory.
+
+        Args:
+            keys_values: [B, 2, S, H, d] from the tokens.
+            phrase_memory: [B, G, S, D], S phrase slots per granularity.
+
+        Returns:
+            [B, 2, S, H, d].
+        """
+        if phrase_memory is None:
+            raise ValueError(f"attention layer {self.name!r} has phrase heads "
+                             f"{list(self.phrase_heads)} but got no phrase_memory")
+        memory = tf.gather(tf.cast(phrase_memory, self.compute_dtype),
+                           list(self.phrase_granularities), axis=1)  # [B, Hp, S, D]
+        # Phrase heads are regular heads: their kernels are slices of the regular ones.
+        regular = [h for h in range(self.num_heads) if self._head_order[h] < self._num_regular_heads]
+        slots = [regular.index(h) for h in self.phrase_heads]
+        key_kernel = tf.gather(tf.cast(self.key_kernel, self.compute_dtype), slots, axis=1)
+        value_kernel = tf.gather(tf.cast(self.value_kernel, self.compute_dtype),
+                                 list(self.phrase_heads), axis=1)
+        phrase_keys = tf.einsum("bhsd,dhk->bshk", memory, key_kernel)
+        phrase_values = tf.einsum("bhsd,dhk->bshk", memory, value_kernel)
+        phrase_kv = tf.stack([phrase_keys, phrase_values], axis=1)  # [B, 2, S, Hp, d]
+        # Head h takes slot h of concat([token heads, phrase heads]).
+        order = [self.num_heads + self.phrase_heads.index(h) if h in self.phrase_heads else h
+                 for h in range(self.num_heads)]
+        return tf.gather(tf.concat([keys_values, phrase_kv], axis=3), order, axis=3)
+
     def _spec_inputs(self, spec_inputs):
         if not self.spec_heads:
             return None
@@ -267,8 +322,8 @@ class MultiHeadAttention(keras.layers.Layer):
         return tf.where(chosen[None, :, None, None], logits * weights[:, None], logits)
 
     def call(self, query, memory=None, *, attention_mask=None, labels=None, spec_inputs=None,
-             parents=None, cache=None, cache_update_index=None, return_probs=False,
-             training=False):
+             parents=None, phrase_memory=None, phrase_mask=None, cache=None,
+             cache_update_index=None, return_probs=False, training=False):
         """Attends from `query` to `memory` (or to itself).
 
         Args:
@@ -284,6 +339,11 @@ class MultiHeadAttention(keras.layers.Layer):
                 take queries and keys from (self-attention only).
             parents: float [B, Sq], the (middle) position of each query
                 token's parent among the keys, for the parent-scaled heads.
+            phrase_memory: [B, G, Sk, D], the phrase memory of every
+                granularity (Sk phrase slots, as many as tokens), for the
+                phrase heads.
+            phrase_mask: bool [B, G, Sk], True for the slots that hold a
+                phrase; replaces `attention_mask` for the phrase heads.
             cache: [B, 2, Sk, H, d] keys and values. With `cache_update_index`
                 the keys and values of `query` are written into it at that
                 position (incremental self-attention, Sk = maximum length);
@@ -303,10 +363,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.spec_heads and memory is not None:
             raise ValueError(f"attention layer {self.name!r}: specialised heads need "
                              "self-attention, got a memory")
-        if (self.parent_scaled_heads or self.biaffine is not None) and (
+        if (self.parent_scaled_heads or self.biaffine is not None or self.phrase_heads) and (
                 memory is not None or cache is not None):
-            raise ValueError(f"attention layer {self.name!r}: parent-scaled and bi-affine heads "
-                             "need full self-attention, without a memory or a cache")
+            raise ValueError(f"attention layer {self.name!r}: parent-scaled, bi-affine and phrase "
+                             "heads need full self-attention, without a memory or a cache")
         query = tf.cast(query, self.compute_dtype)
         spec_inputs = self._spec_inputs(spec_inputs)
         details = {}
@@ -321,6 +381,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 start = [0, 0, cache_update_index, 0, 0]
                 keys_values = keras.ops.slice_update(
                     tf.cast(cache, self.compute_dtype), start, keys_values)
+        if self.phrase_heads:
+            keys_values = self._phrase_keys_and_values(keys_values, phrase_memory)
         if cache is not None:
             details["cache"] = keys_values
         keys, values = keys_values[:, 0], keys_values[:, 1]
@@ -328,15 +390,21 @@ class MultiHeadAttention(keras.layers.Layer):
         logits = tf.cast(tf.einsum("bqhd,bkhd->bhqk", queries, keys), tf.float32)
         batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
         labels = self._labels(labels, batch_size, query_length, tf.shape(keys)[1])
+        word_heads = tf.constant([h not in self.phrase_heads for h in range(self.num_heads)],
+                                 tf.float32)[None, :, None, None]
         for name, table in self.key_label_tables.items():
-            logits += tf.cast(label_bias.label_logits(queries, table, labels[name]), tf.float32)
+            logits += word_heads * tf.cast(
+                label_bias.label_logits(queries, table, labels[name]), tf.float32)
         if self.biaffine is not None:
             chosen = tf.one_hot(self.biaffine_head, self.num_heads, dtype=tf.float32)
             logits += chosen[None, :, None, None] * self.biaffine(query)[:, None]
         if self.parent_scaled_heads:
             logits = self._scale_by_parents(logits, parents, training)
-        if attention_mask is not None:
-            mask = tf.cast(attention_mask, tf.bool)[:, None, :, :]
+        if attention_mask is not None or self.phrase_heads:
+            mask = (tf.ones([1, 1, 1, 1], tf.bool) if attention_mask is None
+                    else tf.cast(attention_mask, tf.bool)[:, None, :, :])
+            if self.phrase_heads:
+                mask = self._phrase_head_mask(mask, phrase_mask)
             logits += tf.where(mask, 0.0, MASK_BIAS)
         probs = tf.nn.softmax(logits, axis=-1)
         if return_probs:
@@ -347,10 +415,24 @@ class MultiHeadAttention(keras.layers.Layer):
         weights = self._dropout_layer(tf.cast(probs, self.compute_dtype), training=training)
         context = tf.einsum("bhqk,bkhd->bqhd", weights, values)
         for name, table in self.value_label_tables.items():
-            context += label_bias.label_values(weights, table, labels[name])
+            label_values = label_bias.label_values(weights, table, labels[name])  # [B, Sq, H, d]
+            if self.phrase_heads:
+                label_values *= tf.cast(word_heads[:, None, :, 0], label_values.dtype)
+            context += label_values
         output_kernel = tf.cast(self.output_kernel, self.compute_dtype)
         outputs = tf.einsum("bqhd,hdo->bqo", context, output_kernel)
         return outputs, details
+
+    def _phrase_head_mask(self, mask, phrase_mask):
+        """`mask` [B, 1, Sq, Sk] for word heads, `phrase_mask` for phrase heads: [B, H, Sq, Sk]."""
+        if phrase_mask is None:
+            raise ValueError(f"attention layer {self.name!r} has phrase heads "
+                             f"{list(self.phrase_heads)} but got no phrase_mask")
+        granularity = [self.phrase_granularities[self.phrase_heads.index(h)]
+                       if h in self.phrase_heads else 0 for h in range(self.num_heads)]
+        per_head = tf.gather(tf.cast(phrase_mask, tf.bool), granularity, axis=1)[:, :, None, :]
+        is_phrase = tf.constant([h in self.phrase_heads for h in range(self.num_heads)])
+        return tf.where(is_phrase[None, :, None, None], per_head, mask)
 
     def get_config(self):
         config = super().get_config()
@@ -368,6 +450,8 @@ class MultiHeadAttention(keras.layers.Layer):
             parent_ignoring=self.parent_ignoring,
             biaffine_head=self.biaffine_head,
             biaffine_size=self.biaffine_size,
+            phrase_heads=list(self.phrase_heads),
+            phrase_granularities=list(self.phrase_granularities),
             seed=self.seed,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             label_initializer=keras.initializers.serialize(self.label_initializer),

@@ -12,6 +12,9 @@
 | `pascal` | Pascal, parent-scaled heads (Bugliarello and Okazaki 2020) | `pascal.py` |
 | `sennrich_haddow` | S&H source factors (their baseline) | `sennrich_haddow.py` |
 | `sisa` | SISA bi-affine parent head (their baseline) | `sisa.py` |
+| `mgsa` | MG-SA, multi-granularity self-attention (Hao et al. 2019) | `mgsa.py` |
+| `nsd` | neural syntactic distances (Ma et al. 2019) | `nsd.py` |
+| `tree2seq` | Tree-to-sequence attentional NMT (Eriguchi et al. 2016) | `tree2seq.py` |
 
 Relative positions combine with every model through the hparam
 `max_relative_position` (the `transformer_relative` set).
@@ -20,12 +23,15 @@ Relative positions combine with every model through the hparam
 from syntax_t2t.models import (  # noqa: F401
     dep_parse,
     diagonal_parse,
+    mgsa,
+    nsd,
     pascal,
     sennrich_haddow,
     sisa,
     spec_dep,
     spec_pos,
     transformer,
+    tree2seq,
     tree_distance,
     tree_traversal,
 )

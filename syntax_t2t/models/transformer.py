@@ -19,7 +19,9 @@ The syntax models subclass this one and override a few hooks:
 heads), `encoder_attention_options` / `source_parents` (further attention
 options per encoder layer: Pascal's parent-scaled heads, SISA's bi-affine
 head), `source_embedding_size` / `embed_source` (factored source
-embeddings), `compute_losses`; and the class attributes `train_features`,
+embeddings), `encoder_layer_class` / `encoder_layer_inputs` (another encoder
+block and the batch-derived inputs it takes: MG-SA's phrase partitions),
+`compute_losses`; and the class attributes `train_features`,
 `decode_features` and `prefix_root`.
 
 Decoding: `encode` once, `decoder_memory` once (the encoder-decoder keys and
@@ -117,7 +119,7 @@ class Transformer(keras.Model):
                      residual_dropout=hp.layer_prepostprocess_dropout,
                      value_bias_labels=value_bias_labels)
         self.encoder_layers = [
-            TransformerEncoderLayer(
+            self.encoder_layer_class(i)(
                 label_vocab_sizes={**relative, **self.tree_label_vocab_sizes()},
                 spec_heads=self.spec_heads(i), parse_head=self.parse_head(i),
                 name=f"encoder_layer_{i}", **block, **self.encoder_attention_options(i))
@@ -239,6 +241,20 @@ class Transformer(keras.Model):
         """Further `MultiHeadAttention` options of encoder layer `layer_index` ({} here)."""
         return {}
 
+    def encoder_layer_class(self, layer_index):
+        """The block class of encoder layer `layer_index` (`TransformerEncoderLayer` here).
+
+        It is built with the arguments of `TransformerEncoderLayer` plus
+        `encoder_attention_options(layer_index)`; its `extra_inputs` name the
+        entries of `encoder_layer_inputs` its `call` takes, its
+        `extra_outputs` the details `encode` collects (one list per name).
+        """
+        return TransformerEncoderLayer
+
+    def encoder_layer_inputs(self, features, source_ids):
+        """`{name: tensor}` inputs for encoder blocks with `extra_inputs` ({} here)."""
+        return {}
+
     def source_parents(self, features, source_ids):
         """float32 [B, S'] parent positions for parent-scaled heads (None here)."""
         return None
@@ -298,6 +314,7 @@ class Transformer(keras.Model):
         labels = self.source_labels(features, source_ids)
         spec_inputs = self.spec_inputs(features, source_ids)
         parents = self.source_parents(features, source_ids)
+        layer_inputs = self.encoder_layer_inputs(features, source_ids)
         encoded = {}
         attention = []
         for layer in self.encoder_layers:
@@ -305,7 +322,10 @@ class Transformer(keras.Model):
                 x, attention_mask=attention_mask, labels=labels,
                 spec_inputs=spec_inputs if layer.spec_heads else None,
                 parents=parents if layer.parent_scaled_heads else None,
-                return_probs=return_attention, training=training)
+                return_probs=return_attention, training=training,
+                **{name: layer_inputs[name] for name in getattr(layer, "extra_inputs", ())})
+            for name in getattr(layer, "extra_outputs", ()):
+                encoded.setdefault(name, []).append(details[name])
             if return_attention:
                 attention.append(details["probs"])
             if "head_logits" in details:

@@ -7,7 +7,9 @@
 | `optimizers.py` | Adam with T2T's settings, loss scaling, clipping by global norm |
 | `precision.py` | `--mixed_precision` / `--xla`, resolving `auto` |
 | `distribution.py` | `--distribution`: the `tf.distribute` strategy, the chief task |
-| `checkpoints.py` | checkpoint layout (`model_weights/<path>`, optimizer, step), save and restore |
+| `checkpoints.py` | checkpoint layout (`model_weights/<path>`, optimizer, step, dropout state, input position), save and restore, clearing killed saves |
+| `stop_signals.py` | SIGINT/SIGTERM as a request to save and stop (`TrainingInterrupted`) |
+| `nonfinite.py` | refusing non-finite updates: stop naming the step, or skip the batch |
 | `run_directory.py` | `hparams.json` and `flags.txt` of a run, conflicts on resume |
 | `metrics.py` | token accuracy and attachment counts of dev batches |
 | `progress.py` | progress lines and TensorBoard scalars |

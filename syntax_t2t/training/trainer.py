@@ -19,6 +19,21 @@ steps. Reported throughput leaves out the time spent saving and evaluating.
 
 `train_steps` is the global step to stop at, as in T2T: a run resumed at step
 k trains `train_steps - k` more steps.
+
+Faults:
+
+* Checkpoints hold, besides the weights, the optimizer and the step, the
+  dropout generators' state and the position of the training input (where
+  TensorFlow can save it: one replica, no Python generator in the pipeline),
+  so a resumed run continues the same shuffled stream with the same random
+  draws; with `tf.config.experimental.enable_op_determinism` and a seeded
+  input it ends with the very weights of an uninterrupted run.
+* SIGINT or SIGTERM stops training after the current step, saves a
+  checkpoint and raises `TrainingInterrupted` (`stop_signals.py`).
+* A non-finite loss or gradient is never applied: training stops with
+  `NonFiniteLossError` naming the step, keeping the last good checkpoint, or,
+  with `skip_nonfinite_batches`, skips that batch and counts it
+  (`nonfinite.py`).
 """
 
 import time
@@ -26,8 +41,9 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from syntax_t2t.training import (checkpoints, distribution, metrics, optimizers, precision,
-                                 progress)
+from syntax_t2t.training import (checkpoints, distribution, metrics, nonfinite, optimizers,
+                                 precision, progress)
+from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
 
 
 class ModelContractError(TypeError):
@@ -51,11 +67,15 @@ class Trainer:
         keep_checkpoint_max: how many of the newest checkpoints to keep.
         save_checkpoints_steps: save every this many steps (and at the end).
         log_step_count_steps: report progress every this many steps.
+        skip_nonfinite_batches: skip (and count) a batch whose loss or
+            gradient is not finite instead of stopping with
+            `NonFiniteLossError`.
     """
 
     def __init__(self, build_model, hparams, output_dir, *, strategy=None,
                  policy_name="float32", jit_compile=False, keep_checkpoint_max=20,
-                 save_checkpoints_steps=1000, log_step_count_steps=100):
+                 save_checkpoints_steps=1000, log_step_count_steps=100,
+                 skip_nonfinite_batches=False):
         self.hparams = hparams
         self.output_dir = output_dir
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -63,14 +83,21 @@ class Trainer:
         self.jit_compile = jit_compile
         self.save_checkpoints_steps = save_checkpoints_steps
         self.log_step_count_steps = log_step_count_steps
+        self.skip_nonfinite_batches = skip_nonfinite_batches
         self._chief = distribution.is_chief(self.strategy)
         with self.strategy.scope():
             with precision.dtype_policy(policy_name):
                 self.model = build_model()
             self.optimizer = optimizers.make_optimizer(hparams, policy_name)
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+            # Batches refused for a non-finite loss, and the first one's step
+            # (-1: none yet); counted per process, not checkpointed.
+            self._nonfinite_batches = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                                  name="nonfinite_batches")
+            self._nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False,
+                                               name="nonfinite_step")
         self.keep_checkpoint_max = keep_checkpoint_max
-        self.checkpoint = None  # created by `build`, once every variable exists
+        self.checkpoint = None  # created by `train`, with the input's iterator
         self._feature_keys = tuple(sorted(self.model.train_features))
         self._loss_names = None
         self._sums = None
@@ -126,10 +153,7 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
             # Running sums of the current reporting interval; not checkpointed.
             self._sums = {name: tf.Variable(0.0, trainable=False, name=f"sum_{name}")
-                          for name in tuple(sorted(losses)) + ("tokens", "steps")}
-        self.checkpoint = checkpoints.TrainingCheckpoint(
-            distribution.writable_directory(self.strategy, self.output_dir),
-            self.model, self.optimizer, self.global_step, self.keep_checkpoint_max)
+                          for name in tuple(sorted(losses)) + ("tokens", "steps", "finite_steps")}
         # Set last: it marks the trainer as built.
         self._loss_names = tuple(sorted(losses))
 
@@ -151,20 +175,34 @@ class Trainer:
 
     def _replica_train_step(self, batch):
         report, gradients = self._replica_compiled(self._losses_and_gradients)(batch)
+        finite = nonfinite.all_finite(report["total"], gradients, self.optimizer)
         if self.hparams.clip_grad_norm > 0:
             gradients = optimizers.clip_by_global_norm(
                 gradients, self.hparams.clip_grad_norm, self.optimizer)
-        self.optimizer.apply(gradients, self.model.trainable_variables)
+        apply = finite
+        if not self.skip_nonfinite_batches:
+            # After a non-finite step nothing is applied until the loop stops.
+            apply = tf.logical_and(finite, self._nonfinite_step < 0)
+        nonfinite.apply_if(apply, self.optimizer, gradients, self.model.trainable_variables)
+        report["finite"] = tf.cast(finite, tf.float32)
         return report
 
     def _distributed_train_step(self, batch):
         per_replica = self.strategy.run(self._replica_train_step, args=(batch,))
+        # Every replica holds the same verdict (see nonfinite.all_finite).
+        finite = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica["finite"],
+                                      axis=None) > 0.5
         for name in self._loss_names:
             mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica[name], axis=None)
-            self._sums[name].assign_add(mean)
+            self._sums[name].assign_add(tf.where(finite, mean, 0.0))
         tokens = self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica["tokens"], axis=None)
         self._sums["tokens"].assign_add(tokens)
         self._sums["steps"].assign_add(1.0)
+        self._sums["finite_steps"].assign_add(tf.cast(finite, tf.float32))
+        first_nonfinite = tf.logical_and(tf.logical_not(finite), self._nonfinite_step < 0)
+        self._nonfinite_step.assign(
+            tf.where(first_nonfinite, self.global_step + 1, self._nonfinite_step))
+        self._nonfinite_batches.assign_add(tf.cast(tf.logical_not(finite), tf.int64))
         self.global_step.assign_add(1)
 
     def _eval_counts(self, batch):
@@ -268,13 +306,73 @@ class Trainer:
         return results
 
     def _read_interval(self):
-        """Means of the losses and sums of tokens/steps since the last read; resets them."""
+        """Means of the losses and sums of tokens/steps since the last read; resets them.
+
+        Batches refused for a non-finite loss are left out of the means (NaN
+        when the interval had no other).
+        """
         values = {name: float(variable.numpy()) for name, variable in self._sums.items()}
         for variable in self._sums.values():
             variable.assign(0.0)
-        steps = max(values["steps"], 1.0)
-        losses = {name: values[name] / steps for name in self._loss_names}
+        finite_steps = values["finite_steps"]
+        losses = {name: values[name] / finite_steps if finite_steps else float("nan")
+                  for name in self._loss_names}
         return losses, values["tokens"], values["steps"]
+
+    @property
+    def nonfinite_batches(self):
+        """How many batches this trainer refused for a non-finite loss or gradient."""
+        return int(self._nonfinite_batches.numpy())
+
+    def _check_nonfinite(self, reported):
+        """Stops at a non-finite step, or logs newly skipped batches; returns the count so far.
+
+        Args:
+            reported: the count logged before.
+
+        Raises:
+            NonFiniteLossError: a step was not finite and skipping is off.
+        """
+        count = self.nonfinite_batches
+        if count and not self.skip_nonfinite_batches:
+            raise nonfinite.NonFiniteLossError(int(self._nonfinite_step.numpy()),
+                                               self.checkpoint.latest)
+        if count > reported:
+            logging.warning("skipped %d batch(es) whose loss or gradient was not finite "
+                            "(%d so far)", count - reported, count)
+        return count
+
+    def _prepare_input(self, distributed, iterator, first_batch):
+        """Creates the checkpoint and restores the newest one.
+
+        Returns:
+            The input iterator to go on with and the first batch to train on.
+        """
+        self.checkpoint = checkpoints.TrainingCheckpoint(
+            distribution.writable_directory(self.strategy, self.output_dir),
+            self.model, self.optimizer, self.global_step, self.keep_checkpoint_max,
+            data_iterator=iterator)
+        if self._chief:
+            self.checkpoint.remove_partial_saves()
+        restored = self.checkpoint.restore_latest()
+        position = self.checkpoint.input_position
+        if restored is not None and "data" in self.checkpoint.restored_parts:
+            # The iterator is back at the saved position; the batch read to
+            # build the model was the start of the stream.
+            return iterator, next(iterator)
+        if position is not None and position.restore_error is not None:
+            # A failed restore leaves the iterator unusable.
+            iterator = position.iterator = iter(distributed)
+            return iterator, next(iterator)
+        return iterator, first_batch
+
+    def _stop_on_signal(self, signal_number, step, saved_step):
+        """Saves the step reached (unless it is saved already) and raises `TrainingInterrupted`."""
+        path = self.checkpoint.latest
+        if step != saved_step:
+            self._check_nonfinite(self.nonfinite_batches)
+            path = self.checkpoint.save()
+        raise TrainingInterrupted(signal_number, step, path)
 
     def _learning_rate(self):
         # The rate the next update will use (a schedule's value at the
@@ -304,15 +402,28 @@ class Trainer:
         Returns:
             The results of the last evaluation (see `evaluate`), or {} when
             there is no `eval_dataset` or nothing was left to train.
+
+        Raises:
+            TrainingInterrupted: SIGINT or SIGTERM arrived; the step reached
+                was saved.
+            NonFiniteLossError: a step's loss or gradient was not finite
+                (without `skip_nonfinite_batches`); nothing after the last
+                good step was saved.
         """
         train_dataset = self._select_features(train_dataset).repeat()
+        # The input position is checkpointed (checkpoints.InputPosition); state
+        # outside the pipeline, such as the counters of dropped examples
+        # (pipeline.PipelineCounters), counts per process and is not saved.
+        options = tf.data.Options()
+        options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+        train_dataset = train_dataset.with_options(options)
         distributed = self.strategy.experimental_distribute_dataset(train_dataset)
         iterator = iter(distributed)
         first_batch = next(iterator, None)
         if first_batch is None:
             raise ValueError("the training dataset yields no batch")
         self.build(self._local_batch(first_batch))
-        self.checkpoint.restore_latest()
+        iterator, batch = self._prepare_input(distributed, iterator, first_batch)
         step = int(self.global_step.numpy())
         if step >= train_steps:
             logging.info("global step %d already reaches --train_steps=%d; nothing to train",
@@ -324,30 +435,40 @@ class Trainer:
                                              jit_compile=self.jit_compile)
         reporter = progress.ProgressReporter(self.output_dir if self._chief else None, train_steps)
         results = {}
-        batch = first_batch
+        saved_step, nonfinite_count = step, self.nonfinite_batches
         interval_start = time.perf_counter()
         try:
-            while step < train_steps:
-                self._train_step(batch)
-                step += 1
-                last = step == train_steps
-                if step % self.log_step_count_steps == 0 or last:
-                    losses, tokens, steps = self._read_interval()
-                    elapsed = max(time.perf_counter() - interval_start, 1e-9)
-                    reporter.report_training(step, losses, tokens / elapsed, steps / elapsed,
-                                             self._learning_rate())
-                    interval_start = time.perf_counter()
-                pause_start = time.perf_counter()
-                if step % self.save_checkpoints_steps == 0 or last:
-                    self.checkpoint.save()
-                evaluate_now = last or (eval_every > 0 and step % eval_every == 0)
-                if eval_dataset is not None and evaluate_now:
-                    results = self.evaluate(eval_dataset, eval_steps)
-                    reporter.report_evaluation(step, results)
-                    self._observe_dev_loss(results)
-                interval_start += time.perf_counter() - pause_start
-                if not last:
-                    batch = next(iterator)
+            with StopSignals() as stop:
+                while step < train_steps:
+                    if stop.received is not None:
+                        self._stop_on_signal(stop.received, step, saved_step)
+                    self._train_step(batch)
+                    step += 1
+                    last = step == train_steps
+                    if step % self.log_step_count_steps == 0 or last:
+                        nonfinite_count = self._check_nonfinite(nonfinite_count)
+                        losses, tokens, steps = self._read_interval()
+                        elapsed = max(time.perf_counter() - interval_start, 1e-9)
+                        reporter.report_training(step, losses, tokens / elapsed, steps / elapsed,
+                                                 self._learning_rate())
+                        interval_start = time.perf_counter()
+                    pause_start = time.perf_counter()
+                    if step % self.save_checkpoints_steps == 0 or last:
+                        # Nothing is saved after a refused non-finite step.
+                        nonfinite_count = self._check_nonfinite(nonfinite_count)
+                        self.checkpoint.save()
+                        saved_step = step
+                    evaluate_now = last or (eval_every > 0 and step % eval_every == 0)
+                    if eval_dataset is not None and evaluate_now:
+                        results = self.evaluate(eval_dataset, eval_steps)
+                        reporter.report_evaluation(step, results)
+                        self._observe_dev_loss(results)
+                    interval_start += time.perf_counter() - pause_start
+                    if not last:
+                        batch = next(iterator)
         finally:
             reporter.close()
+        if nonfinite_count:
+            logging.warning("skipped %d batch(es) in all whose loss or gradient was not finite",
+                            nonfinite_count)
         return results

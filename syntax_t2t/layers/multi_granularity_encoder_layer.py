@@ -1,0 +1,89 @@
+"""An encoder block with multi-granularity self-attention (MG-SA; Hao et al. 2019).
+
+The block of `encoder_layer.py` whose self-attention has phrase heads: a
+`PhraseMemory` composes the phrases of every granularity from the same
+normalised input the attention reads (H in the seed's eq. 4), and the
+attention layer's phrase heads take their keys and values from it.
+"""
+
+from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
+from syntax_t2t.layers.phrase_memory import PhraseMemory
+
+
+class MultiGranularityEncoderLayer(TransformerEncoderLayer):
+    """Pre-norm encoder block whose self-attention attends words and phrases.
+
+    Args:
+        hidden_size, filter_size, num_heads: see `TransformerEncoderLayer`.
+        phrase_heads: the heads attending over phrases.
+        phrase_granularities: for each phrase head, its granularity g (the
+            row of `phrase_ids`).
+        num_granularities: G, the rows of `phrase_ids`.
+        composition: `PhraseMemory` composition.
+        interaction: `PhraseMemory` interaction.
+        chunk_size: ON-LSTM chunk size.
+        **kwargs: every other `TransformerEncoderLayer` argument.
+    """
+
+    #: Batch-derived inputs `Transformer.encode` passes to this layer.
+    extra_inputs = ("phrase_ids",)
+    #: Details `Transformer.encode` collects from this layer.
+    extra_outputs = ("phrase_memory", "phrase_mask")
+
+    def __init__(self, hidden_size, filter_size, num_heads, *, phrase_heads, phrase_granularities,
+                 num_granularities, composition="attention", interaction="none", chunk_size=8,
+                 **kwargs):
+        super().__init__(hidden_size, filter_size, num_heads, **kwargs)
+        self.phrase_heads = tuple(int(h) for h in phrase_heads)
+        self.phrase_granularities = tuple(int(g) for g in phrase_granularities)
+        self.num_granularities = int(num_granularities)
+        self.composition = composition
+        self.interaction = interaction
+        self.chunk_size = int(chunk_size)
+        # The block's attention, with the same configuration plus the phrase heads.
+        config = self.self_attention.get_config()
+        config.update(phrase_heads=self.phrase_heads,
+                      phrase_granularities=self.phrase_granularities)
+        self.self_attention = MultiHeadAttention.from_config(config)
+        self.phrase_memory = PhraseMemory(
+            hidden_size, num_granularities, composition=composition, interaction=interaction,
+            chunk_size=chunk_size, dtype=self.dtype_policy, name="phrase_memory")
+
+    def build(self, inputs_shape, spec_inputs_shape=None):
+        super().build(inputs_shape, spec_inputs_shape=spec_inputs_shape)
+        self.phrase_memory.build(inputs_shape)
+
+    def call(self, inputs, *, phrase_ids, attention_mask=None, labels=None, spec_inputs=None,
+             parents=None, return_probs=False, training=False):
+        """Runs the block.
+
+        Args:
+            inputs: [B, S, D].
+            phrase_ids: int [B, G, S], each token's phrase per granularity, -1
+                for none.
+            attention_mask, labels, spec_inputs, parents, return_probs,
+                training: see `TransformerEncoderLayer.call`.
+
+        Returns:
+            `(outputs [B, S, D], details)`: the self-attention's details plus
+            `"phrase_memory"` [B, G, S, D] and `"phrase_mask"` [B, G, S].
+        """
+        normalised = self.attention_norm(inputs)
+        memory, mask = self.phrase_memory(normalised, phrase_ids, training=training)
+        attended, details = self.self_attention(
+            normalised, attention_mask=attention_mask, labels=labels, spec_inputs=spec_inputs,
+            parents=parents, phrase_memory=memory, phrase_mask=mask, return_probs=return_probs,
+            training=training)
+        details.update(phrase_memory=memory, phrase_mask=mask)
+        x = inputs + self.residual_dropout_layer(attended, training=training)
+        transformed = self.feed_forward(self.feed_forward_norm(x), training=training)
+        return x + self.residual_dropout_layer(transformed, training=training), details
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(phrase_heads=list(self.phrase_heads),
+                      phrase_granularities=list(self.phrase_granularities),
+                      num_granularities=self.num_granularities, composition=self.composition,
+                      interaction=self.interaction, chunk_size=self.chunk_size)
+        return config

@@ -1,0 +1,192 @@
+"""The phrase memory of multi-granularity self-attention (MG-SA; Hao et al. 2019).
+
+`F_h` of the seed's eq. 4 in three steps, for G partitions of a sentence at
+once (one granularity per group of phrase heads):
+
+1. Partition: `phrase_ids` [B, G, S] give each token its phrase, numbered
+   0, 1, .. from the left (`syntax_t2t.data.phrases`); -1 for no phrase
+   (padding, `<EOS>`).
+2. Composition (eq. 8), the same function for every phrase:
+   * `"max"`: max-pooling over the phrase's tokens (the seed's CNN);
+   * `"attention"`: attention inside the phrase, the max-pooled vector
+     being the query (the seed's SAN composition, its default);
+   * `"lstm"`: the last state of an LSTM run over the phrase's tokens.
+3. Interaction (eq. 11, optional): an LSTM or an ON-LSTM over the phrase
+   sequence of each granularity.
+
+Everything is batched: phrases are segments of a flat [B * G * S] index
+(TensorFlow's unsorted segment operations, which drop the -1 tokens), and
+the LSTM composition runs one recurrence over the whole sentence that resets
+its state where a phrase starts. The memory has S slots per granularity (a
+sentence never has more phrases than tokens): slot p holds phrase p, and
+`mask` marks the slots that hold a phrase, so the attention layer can attend
+over phrases with the same key length as over words.
+"""
+
+import keras
+import tensorflow as tf
+
+from syntax_t2t.layers.on_lstm import ONLSTMCell
+
+COMPOSITIONS = ("max", "attention", "lstm")
+INTERACTIONS = ("none", "lstm", "on_lstm")
+
+
+class _ResettingLSTMCell(keras.layers.Layer):
+    """An LSTM cell whose state restarts from zero where the last input feature is 1."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.cell = keras.layers.LSTMCell(units, dtype=self.dtype_policy, name="lstm_cell")
+        self.state_size = self.cell.state_size
+        self.output_size = units
+
+    def build(self, inputs_shape):
+        self.cell.build((inputs_shape[0], int(inputs_shape[-1]) - 1))
+        self.built = True
+
+    def call(self, inputs, states, training=False):
+        keep = 1.0 - inputs[:, -1:]
+        return self.cell(inputs[:, :-1], [state * keep for state in states], training=training)
+
+
+class PhraseMemory(keras.layers.Layer):
+    """Composes phrase representations for every granularity of a batch.
+
+    Args:
+        hidden_size: D, the width of tokens and phrases.
+        num_granularities: G, the number of partitions per sentence.
+        composition: one of `COMPOSITIONS`.
+        interaction: one of `INTERACTIONS`.
+        chunk_size: ON-LSTM neurons per master-gate value.
+        **kwargs: `keras.layers.Layer` arguments.
+    """
+
+    def __init__(self, hidden_size, num_granularities, composition="attention",
+                 interaction="none", chunk_size=8, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = int(hidden_size)
+        self.num_granularities = int(num_granularities)
+        self.composition = composition
+        self.interaction = interaction or "none"
+        self.chunk_size = int(chunk_size)
+        if self.composition not in COMPOSITIONS:
+            raise ValueError(f"phrase memory {self.name!r}: composition={composition!r}, expected "
+                             f"one of {', '.join(COMPOSITIONS)}")
+        if self.interaction not in INTERACTIONS:
+            raise ValueError(f"phrase memory {self.name!r}: interaction={interaction!r}, expected "
+                             f"one of {', '.join(INTERACTIONS)}")
+        if self.num_granularities < 1:
+            raise ValueError(f"phrase memory {self.name!r}: needs at least one granularity")
+        policy = self.dtype_policy
+        self.composer = None
+        if self.composition == "attention":
+            self.composer = {
+                name: keras.layers.Dense(self.hidden_size, use_bias=False, dtype=policy,
+                                         name=f"composition_{name}")
+                for name in ("query", "key", "value")}
+        elif self.composition == "lstm":
+            # Explicit names: checkpoints are restored by weight path.
+            self.composer = keras.layers.RNN(_ResettingLSTMCell(self.hidden_size, dtype=policy,
+                                                                name="resetting_lstm_cell"),
+                                             return_sequences=True, dtype=policy,
+                                             name="composition_lstm")
+        self.interactor = None
+        if self.interaction == "lstm":
+            self.interactor = keras.layers.LSTM(self.hidden_size, return_sequences=True,
+                                                dtype=policy, name="interaction_lstm")
+        elif self.interaction == "on_lstm":
+            self.interactor = keras.layers.RNN(
+                ONLSTMCell(self.hidden_size, min(self.chunk_size, self.hidden_size), dtype=policy,
+                           name="on_lstm_cell"),
+                return_sequences=True, dtype=policy, name="interaction_on_lstm")
+
+    def build(self, inputs_shape, phrase_ids_shape=None):
+        width = (None, None, self.hidden_size)
+        if self.composition == "attention":
+            for dense in self.composer.values():
+                dense.build(width)
+        elif self.composition == "lstm":
+            self.composer.build((None, None, self.hidden_size + 1))
+        if self.interactor is not None:
+            self.interactor.build(width)
+        self.built = True
+
+    def call(self, inputs, phrase_ids, training=False):
+        """Builds the phrase memory.
+
+        Args:
+            inputs: [B, S, D] token representations.
+            phrase_ids: int [B, G, S], phrase of each token per granularity;
+                -1 for tokens in no phrase.
+            training: applies the recurrent layers' training behaviour.
+
+        Returns:
+            `(memory [B, G, S, D], mask bool [B, G, S])`; slot p of
+            granularity g holds phrase p, zeros where `mask` is False.
+        """
+        inputs = tf.cast(inputs, self.compute_dtype)
+        phrase_ids = tf.cast(phrase_ids, tf.int32)
+        batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+        groups = self.num_granularities
+        tokens = tf.reshape(tf.tile(inputs[:, None], [1, groups, 1, 1]), [-1, self.hidden_size])
+        offsets = tf.reshape(tf.range(batch * groups) * length, [batch, groups, 1])
+        segments = tf.reshape(tf.where(phrase_ids >= 0, phrase_ids + offsets, -1), [-1])
+        num_segments = batch * groups * length
+        counts = tf.math.unsorted_segment_sum(tf.ones_like(segments), segments, num_segments)
+        mask = counts > 0
+        if self.composition == "lstm":
+            phrases = self._lstm_last_states(tokens, phrase_ids, segments, num_segments, training)
+        else:
+            phrases = self._max_pool(tokens, segments, num_segments, mask)
+            if self.composition == "attention":
+                phrases = self._attend_inside(tokens, phrases, segments, num_segments)
+        phrases = tf.where(mask[:, None], phrases, tf.zeros_like(phrases))
+        memory = tf.reshape(phrases, [batch * groups, length, self.hidden_size])
+        mask = tf.reshape(mask, [batch * groups, length])
+        if self.interactor is not None:
+            memory = self.interactor(memory, mask=mask, training=training)
+            memory = tf.where(mask[..., None], memory, tf.zeros_like(memory))
+        return (tf.reshape(memory, [batch, groups, length, self.hidden_size]),
+                tf.reshape(mask, [batch, groups, length]))
+
+    @staticmethod
+    def _max_pool(tokens, segments, num_segments, mask):
+        pooled = tf.math.unsorted_segment_max(tokens, segments, num_segments)
+        # Empty segments hold the dtype's lowest value; zero them before any arithmetic.
+        return tf.where(mask[:, None], pooled, tf.zeros_like(pooled))
+
+    def _attend_inside(self, tokens, pooled, segments, num_segments):
+        """Attention over each phrase's tokens, queried by the phrase's max-pooled vector."""
+        queries = self.composer["query"](pooled)
+        keys = self.composer["key"](tokens)
+        values = self.composer["value"](tokens)
+        token_queries = tf.gather(queries, tf.maximum(segments, 0))
+        scores = tf.cast(tf.reduce_sum(token_queries * keys, axis=-1), tf.float32)
+        scores *= self.hidden_size ** -0.5
+        # Softmax within each segment; tokens in no phrase (segment -1) are dropped by the sums.
+        highest = tf.math.unsorted_segment_max(scores, segments, num_segments)
+        exps = tf.exp(scores - tf.gather(highest, tf.maximum(segments, 0)))
+        totals = tf.math.unsorted_segment_sum(exps, segments, num_segments)
+        weights = exps / tf.gather(tf.maximum(totals, 1e-9), tf.maximum(segments, 0))
+        weighted = tf.cast(weights, values.dtype)[:, None] * values
+        return tf.math.unsorted_segment_sum(weighted, segments, num_segments)
+
+    def _lstm_last_states(self, tokens, phrase_ids, segments, num_segments, training):
+        """The LSTM state at the last token of each phrase (the state restarts at each phrase)."""
+        sequences = tf.reshape(tokens, [-1, tf.shape(phrase_ids)[2], self.hidden_size])
+        ids = tf.reshape(phrase_ids, [-1, tf.shape(phrase_ids)[2]])
+        previous = tf.pad(ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+        starts = tf.cast(tf.not_equal(ids, previous), sequences.dtype)[..., None]
+        states = self.composer(tf.concat([sequences, starts], axis=-1), training=training)
+        states = tf.reshape(states, [-1, self.hidden_size])
+        positions = tf.range(tf.shape(segments)[0])
+        last = tf.math.unsorted_segment_max(positions, segments, num_segments)
+        return tf.gather(states, tf.maximum(last, 0))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_granularities=self.num_granularities,
+                      composition=self.composition, interaction=self.interaction,
+                      chunk_size=self.chunk_size)
+        return config

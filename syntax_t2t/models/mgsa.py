@@ -1,0 +1,308 @@
+"""MG-SA: multi-granularity self-attention (Hao et al. 2019).
+
+Some heads of the chosen encoder layers (`mgsa_layers`, the bottom one by
+default) attend over phrases instead of words: their queries come from the
+words, their keys and values from a phrase memory (seed eq. 4-7; see
+`layers/phrase_memory.py` and `layers/multi_granularity_encoder_layer.py`).
+The first `mgsa_word_heads` heads stay word heads (0: a quarter of the heads,
+the seed's setting); the others are split into equal groups, one per
+granularity, in order.
+
+Partitions (`mgsa_partition`):
+
+* `"ngram"`: non-overlapping n-grams of sizes `mgsa_ngram_sizes` (the seed:
+  2, 3, 4); no trees needed.
+* `"syntactic"`: the phrases of levels 1..`mgsa_levels` (the seed: 3) of the
+  phrase structure "each head with its projection" derived from `src_heads`
+  (`data/constituency.py`, `data/phrases.py`).
+
+Syntactic partitions need Python, so the model declares them as
+`derived_features` (`data/pipeline.py`): the trainer adds them to each batch
+inside `tf.data`; without them (e.g. when decoding) the model computes them
+with `tf.numpy_function`. The `<EOS>` position belongs to no phrase.
+
+Phrase-tag supervision (`mgsa_tag_loss_weight`, the seed's lambda = 0.001;
+0 turns it off): a softmax layer on the bottom MG-SA layer's syntactic
+phrase memory predicts each phrase's label (seed eq. 9-10). Labels are the
+UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
+mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
+phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
+never a partition.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.data import phrases as phrase_partitions
+from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.pipeline import DerivedFeatures
+from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
+from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
+from syntax_t2t.models.transformer import Transformer, fit_length
+
+PARTITIONS = ("ngram", "syntactic")
+PHRASE_KEY = "mgsa_phrases_{}"
+TAG_HEAD_KEY = "mgsa_tag_heads_{}"
+TAG_KIND_KEY = "mgsa_tag_kinds_{}"
+
+
+def phrase_head_groups(num_heads, word_heads, num_granularities):
+    """Which heads attend over phrases, and the granularity of each.
+
+    Args:
+        num_heads: H.
+        word_heads: how many heads (the first ones) stay word heads; 0 for
+            a quarter of H (at least one).
+        num_granularities: G.
+
+    Returns:
+        `(phrase_heads, granularities)`: heads `word_heads .. H-1` and, for
+        each, its group `0 .. G-1` (groups as equal as possible, in order).
+
+    Raises:
+        HParamsError: fewer phrase heads than granularities.
+    """
+    words = word_heads or max(1, num_heads // 4)
+    phrase_heads = tuple(range(words, num_heads))
+    if len(phrase_heads) < num_granularities:
+        raise HParamsError(f"MG-SA: {num_heads} heads with {words} word heads leave "
+                           f"{len(phrase_heads)} phrase heads for {num_granularities} "
+                           f"granularities; each granularity needs a head")
+    granularities = tuple(j * num_granularities // len(phrase_heads)
+                          for j in range(len(phrase_heads)))
+    return phrase_heads, granularities
+
+
+def ngram_phrase_ids(source_ids, ngram_sizes):
+    """Batched n-gram partitions: int32 [B, G, S], -1 for `<EOS>` and padding.
+
+    Args:
+        source_ids: int [B, S] token ids, `<EOS>` (1) then padding (0).
+        ngram_sizes: the n of each granularity.
+    """
+    source_ids = tf.cast(source_ids, tf.int32)
+    words = source_ids > 1  # neither padding nor <EOS>
+    positions = tf.range(tf.shape(source_ids)[1])
+    ids = tf.stack([positions // n for n in ngram_sizes])[None]  # [1, G, S]
+    return tf.where(words[:, None, :], ids, -1)
+
+
+# Kinds of phrase: none, a single word, a head's projection.
+NO_PHRASE, WORD, PROJECTION = 0, 1, 2
+
+
+def _phrase_head(label):
+    """(kind, head position) of a phrase label of a tree whose tags are token positions."""
+    if label.endswith("P"):
+        return PROJECTION, int(label[:-1])
+    return WORD, int(label)
+
+
+def syntactic_phrase_features(heads, num_levels):
+    """Syntactic partitions of a batch and what each phrase's tag is read from, with NumPy.
+
+    Args:
+        heads: int [B, S] `src_heads` (-1 = no word).
+        num_levels: K.
+
+    Returns:
+        `(phrase_ids, tag_heads, tag_kinds)`, int32 [B, K, S] each: each
+        token's phrase per level (-1 = none); in slot p of level k, the
+        position of phrase p's head token (-1 for none) and its kind
+        (`NO_PHRASE`, `WORD` or `PROJECTION`).
+    """
+    heads = np.asarray(heads)
+    batch, length = heads.shape
+    phrase_ids = np.full((batch, num_levels, length), phrase_partitions.PAD_PHRASE_ID, np.int32)
+    tag_heads = np.full((batch, num_levels, length), -1, np.int32)
+    tag_kinds = np.full((batch, num_levels, length), NO_PHRASE, np.int32)
+    for row in range(batch):
+        n = int(np.sum(heads[row] >= 0))
+        if n == 0:
+            continue
+        # Token positions as tags make every phrase label name its head token.
+        positions = [str(t) for t in range(n)]
+        tree = DependencyTree.from_heads(positions, heads[row, :n], upos=positions)
+        partitions = phrase_partitions.syntactic_partitions(
+            phrase_structure_from_dependencies(tree), num_levels)
+        phrase_ids[row, :, :n] = partitions.phrase_ids
+        for level, labels in enumerate(partitions.phrase_labels):
+            kinds, positions = zip(*map(_phrase_head, labels))
+            tag_kinds[row, level, :len(labels)] = kinds
+            tag_heads[row, level, :len(labels)] = positions
+    return phrase_ids, tag_heads, tag_kinds
+
+
+def phrase_tags(tag_heads, tag_kinds, upos, upos_size):
+    """Tag ids [B, K, S] of the phrases (see the module docstring); 0 = no phrase.
+
+    Args:
+        tag_heads, tag_kinds: from `syntactic_phrase_features`.
+        upos: int [B, S] `src_upos` ids.
+        upos_size: V_upos.
+    """
+    head_tags = tf.gather(tf.cast(upos, tf.int32), tf.maximum(tag_heads, 0), batch_dims=1)
+    return tf.where(tag_kinds == WORD, head_tags,
+                    tf.where(tag_kinds == PROJECTION, head_tags + upos_size, 0))
+
+
+@registry.register_model("mgsa")
+class MultiGranularitySelfAttention(Transformer):
+    """Transformer whose chosen encoder layers have phrase heads (MG-SA)."""
+
+    train_features = frozenset({"inputs", "targets", "src_heads"})
+    decode_features = frozenset({"inputs", "src_heads"})
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        self._configure(hparams)
+        super().__init__(hparams, vocab_sizes, **kwargs)
+        self.tag_classifier = None
+        if self.uses_tags:
+            self.tag_classifier = keras.layers.Dense(
+                2 * self.vocab_size("upos"), name="phrase_tag_classifier")
+            self.tag_classifier.build((None, None, None, self.hparams.hidden_size))
+
+    def _configure(self, hparams):
+        """Partition settings (before the layers are built)."""
+        self.partition = hparams.mgsa_partition
+        if self.partition not in PARTITIONS:
+            raise HParamsError(f"mgsa_partition={self.partition!r}: expected one of "
+                               f"{', '.join(PARTITIONS)}")
+        syntactic = self.partition == "syntactic"
+        self.num_granularities = hparams.mgsa_levels if syntactic else len(hparams.mgsa_ngram_sizes)
+        if self.num_granularities < 1:
+            raise HParamsError("MG-SA needs at least one granularity (mgsa_levels or "
+                               "mgsa_ngram_sizes)")
+        if not syntactic and min(hparams.mgsa_ngram_sizes) < 1:
+            raise HParamsError(f"mgsa_ngram_sizes={hparams.mgsa_ngram_sizes}: sizes must be >= 1")
+        self.uses_tags = syntactic and hparams.mgsa_tag_loss_weight > 0
+        # Instance attributes: the needed batch keys depend on the partition.
+        tree_keys = {"src_heads"} if syntactic else set()
+        tag_keys = {"src_upos"} if self.uses_tags else set()
+        self.train_features = frozenset({"inputs", "targets"} | tree_keys | tag_keys)
+        self.decode_features = frozenset({"inputs"} | ({"src_heads"} if syntactic else set()))
+
+    def check_hparams(self):
+        super().check_hparams()
+        hp = self.hparams
+        for layer in hp.mgsa_layers:
+            self.check_encoder_position("mgsa_layers", layer, "mgsa_word_heads", ())
+        if hp.mgsa_composition not in COMPOSITIONS:
+            raise HParamsError(f"mgsa_composition={hp.mgsa_composition!r}: expected one of "
+                               f"{', '.join(COMPOSITIONS)}")
+        if (hp.mgsa_interaction or "none") not in INTERACTIONS:
+            raise HParamsError(f"mgsa_interaction={hp.mgsa_interaction!r}: expected one of "
+                               f"{', '.join(INTERACTIONS)}")
+        if not 0 <= hp.mgsa_word_heads < hp.num_heads:
+            raise HParamsError(f"mgsa_word_heads={hp.mgsa_word_heads}: expected 0 (a quarter) "
+                               f"to {hp.num_heads - 1}")
+        phrase_head_groups(hp.num_heads, hp.mgsa_word_heads, self.num_granularities)
+
+    # ----------------------------------------------------------------- hooks
+
+    def encoder_layer_class(self, layer_index):
+        if layer_index in self.hparams.mgsa_layers:
+            return MultiGranularityEncoderLayer
+        return super().encoder_layer_class(layer_index)
+
+    def encoder_attention_options(self, layer_index):
+        options = super().encoder_attention_options(layer_index)
+        if layer_index not in self.hparams.mgsa_layers:
+            return options
+        hp = self.hparams
+        heads, granularities = phrase_head_groups(hp.num_heads, hp.mgsa_word_heads,
+                                                  self.num_granularities)
+        return {**options, "phrase_heads": heads, "phrase_granularities": granularities,
+                "num_granularities": self.num_granularities,
+                "composition": hp.mgsa_composition, "interaction": hp.mgsa_interaction or "none",
+                "chunk_size": hp.mgsa_chunk_size}
+
+    @property
+    def derived_features(self):
+        """The syntactic partitions (and tag sources) as `tf.data` features; None for n-grams."""
+        if self.partition != "syntactic":
+            return None
+        return DerivedFeatures(("src_heads",), self._derived_keys(), self._derive)
+
+    def _derived_keys(self):
+        levels = range(1, self.num_granularities + 1)
+        keys = tuple(PHRASE_KEY.format(k) for k in levels)
+        if self.uses_tags:
+            keys += tuple(TAG_HEAD_KEY.format(k) for k in levels)
+            keys += tuple(TAG_KIND_KEY.format(k) for k in levels)
+        return keys
+
+    def _derive(self, heads):
+        arrays = syntactic_phrase_features(heads, self.num_granularities)
+        arrays = arrays if self.uses_tags else arrays[:1]
+        return tuple(array[:, k] for array in arrays for k in range(self.num_granularities))
+
+    def syntactic_features(self, features, length):
+        """`syntactic_phrase_features` [B, K, length] each, from the batch or computed here.
+
+        The trainer adds them to the batch (`derived_features`); otherwise
+        (decoding) they are computed from `src_heads` with `tf.numpy_function`.
+        """
+        keys = self._derived_keys()
+        if all(key in features for key in keys):
+            levels = self.num_granularities
+            pads = [-1] * (2 * levels) + [NO_PHRASE] * levels
+            rows = [fit_length(features[key], length, pad) for key, pad in zip(keys, pads)]
+            return tuple(tf.stack(rows[i:i + levels], axis=1) for i in range(0, len(rows), levels))
+        heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
+        arrays = tf.numpy_function(
+            lambda h: syntactic_phrase_features(h, self.num_granularities), [heads],
+            [tf.int32] * 3, stateful=False)
+        for array in arrays:
+            array.set_shape([None, self.num_granularities, None])
+        return tuple(arrays)
+
+    def encoder_layer_inputs(self, features, source_ids):
+        length = tf.shape(source_ids)[1]
+        if self.partition == "ngram":
+            return {"phrase_ids": ngram_phrase_ids(source_ids, self.hparams.mgsa_ngram_sizes)}
+        return {"phrase_ids": self.syntactic_features(features, length)[0]}
+
+    # ------------------------------------------------------ training interface
+
+    def call(self, features, training=False, return_attention=False):
+        encoded = self.encode(features, training=training, return_attention=return_attention)
+        outputs = {"logits": self.decode(features["targets"], encoded, training=training)}
+        if "attention" in encoded:
+            outputs["attention"] = encoded["attention"]
+        if self.tag_classifier is not None:
+            bottom = encoded["phrase_memory"][0]
+            outputs["phrase_tag_logits"] = tf.cast(self.tag_classifier(bottom), tf.float32)
+        return outputs
+
+    def compute_losses(self, features, outputs):
+        result = super().compute_losses(features, outputs)
+        if self.tag_classifier is None:
+            return result
+        length = tf.shape(outputs["phrase_tag_logits"])[2]
+        _, tag_heads, tag_kinds = self.syntactic_features(features, length)
+        tags = phrase_tags(tag_heads, tag_kinds, fit_length(features["src_upos"], length, 0),
+                           self.vocab_size("upos"))
+        result["phrase_tag"] = phrase_tag_loss(outputs["phrase_tag_logits"], tags)
+        result["total"] = result["nmt"] + self.hparams.mgsa_tag_loss_weight * result["phrase_tag"]
+        return result
+
+
+def phrase_tag_loss(logits, tags):
+    """Mean cross-entropy of the phrase tags over the slots that hold a phrase.
+
+    Args:
+        logits: float [B, K, S, T].
+        tags: int [B, K, S]; 0 = no phrase.
+
+    Returns:
+        float32 scalar (0 without phrases).
+    """
+    tags = tf.cast(tags, tf.int32)
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(tags, tf.cast(logits, tf.float32))
+    weights = tf.cast(tags > 0, tf.float32)
+    return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)

@@ -1,0 +1,434 @@
+"""Tree-to-sequence attentional NMT (Eriguchi, Hashimoto and Tsuruoka 2016).
+
+Encoder. A sequential LSTM reads the source words and `<EOS>` (eq. 1, 4;
+`num_encoder_layers` stacked LSTMs, one in the paper). A binary Tree-LSTM
+(`syntax_t2t.layers.tree_lstm`, eq. 10-11) then builds the n - 1 phrases of
+the source's binary phrase structure bottom-up, its leaves being the
+sequential LSTM's (h, c) of the n words.
+
+Trees. The source trees are dependency trees (`src_heads`); each is turned
+into its phrase structure "every head with its projection"
+(`syntax_t2t.data.constituency.phrase_structure_from_dependencies`: heads
+made projective by lifting, one phrase per token with dependents) and
+binarised by the rule `tree_binarization` of
+`syntax_t2t.data.binary_tree.binarize`, "head" by default: each phrase's
+head first absorbs its right dependents, nearest first, then its left ones,
+nearest first. That needs Python, so the model declares the trees as
+`derived_features` (`src_tree_left`, `src_tree_right`, `src_tree_level`,
+the level-order encoding of `batch_binary_trees` over the batch's padded
+length, -1 padded): the trainer computes them in the input pipeline and the
+decoder for every batch it pads. Trees are cached by their heads, so an
+epoch after the first costs a dictionary look-up per sentence. A sentence
+without a parse (all heads -1) has no phrases and a zero root.
+
+Decoder. Its first state s_1 is another Tree-LSTM unit over the last
+sequential state (at `<EOS>`) and the root phrase (eq. 12; the root is zero
+for a sentence without a parse). s_1 predicts y_1 itself; every later state
+is an LSTM step on the previous target word and the previous attentional
+state (input feeding, eq. 14):
+
+    s_j = LSTM([E y_{j-1}; s~_{j-1}], s_{j-1})                  (j > 1)
+    alpha_j = softmax over the n + 1 sequential states (words and <EOS>)
+              and the n - 1 phrase states of (h_i . s_j)          (eq. 5, 13)
+    d_j = sum_i alpha_j(i) h_i
+    s~_j = tanh(W_d [s_j; d_j] + b_d)                             (eq. 7)
+    p(y_j | y_<j, x) = softmax(W_s s~_j + b_s)                    (eq. 8)
+
+Output. `softmax="blackout"` trains the output layer with BlackOut (Ji et
+al. 2016; `blackout_samples` K, `blackout_beta`), `softmax="full"` with the
+full softmax and `label_smoothing`; inference and evaluation always use the
+full softmax. The training objective (`"total"`) is eq. 9's with
+`loss_normalization="sentence"`: the mean over the batch's sentences of
+each sentence's summed token losses, the scale for which the paper's SGD
+learning rate of 1.0 is meant; `"token"` averages over tokens instead.
+`"nmt"` is always the mean per target token, as for the other models.
+Training details are hparams (`hparams/tree2seq.py`): every
+weight uniform in [-init_scale, init_scale] except the biases (0), the
+LSTM and Tree-LSTM forget-gate biases (`forget_bias`, 1.0), and the softmax
+weights (0), as in the paper's Section 4.2.
+
+Decoding follows `syntax_t2t.decoding.fast_decode`: `encode` once,
+`decoder_memory` (the attended states, their mask and s_1, tiled per beam),
+and `decode_step`, whose cache is the decoder state (h, c, s~).
+"""
+
+import functools
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.data import binary_tree
+from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.pipeline import DerivedFeatures
+from syntax_t2t.data.tree import DependencyTree, TreeError
+from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.layers.blackout import BlackOut
+from syntax_t2t.layers.tree_lstm import BinaryTreeLSTM, BinaryTreeLSTMCell, root_states
+from syntax_t2t.models import losses
+from syntax_t2t.models.transformer import shift_right
+
+PAD_ID = 0
+SOFTMAXES = ("blackout", "full")
+LOSS_NORMALIZATIONS = ("sentence", "token")
+TREE_FEATURES = ("src_tree_left", "src_tree_right", "src_tree_level")
+_TREE_CACHE_SIZE = 1 << 17
+
+
+@functools.lru_cache(maxsize=_TREE_CACHE_SIZE)
+def _binary_tree(heads: tuple[int, ...], rule: str) -> binary_tree.BinaryTree:
+    tree = DependencyTree.from_heads(("_",) * len(heads), np.array(heads, np.int32))
+    return binary_tree.binarize(phrase_structure_from_dependencies(tree), rule)
+
+
+def source_tree_arrays(src_heads, rule="head"):
+    """The binary phrase structures of a batch's source trees (module docstring).
+
+    Args:
+        src_heads: int [B, L]: 1-based heads, 0 = ROOT, -1 after each
+            sentence's words (`docs/design.md`); a row of -1 is a sentence
+            without a parse.
+        rule: the binarisation rule of `binary_tree.binarize`.
+
+    Returns:
+        `(left, right, level)`, int32 [B, L]: the arrays of
+        `binary_tree.batch_binary_trees` over L positions (leaves 0..L-1,
+        phrase slot k is node L + k), with one more column of -1.
+
+    Raises:
+        ValueError: a row whose heads are not a tree, or have a gap.
+    """
+    heads = np.asarray(src_heads, dtype=np.int64)
+    batch_size, length = heads.shape
+    arrays = [np.full((batch_size, length), binary_tree.PAD_NODE, np.int32) for _ in TREE_FEATURES]
+    rows, trees = [], []
+    for row, row_heads in enumerate(heads):
+        num_words = int(np.sum(row_heads >= 0))
+        if np.any(row_heads[num_words:] >= 0):
+            raise ValueError(f"src_heads row {row}: heads must come first, then -1 padding; got "
+                             f"{row_heads.tolist()}")
+        if num_words == 0:
+            continue
+        try:
+            trees.append(_binary_tree(tuple(row_heads[:num_words].tolist()), rule))
+        except TreeError as error:
+            raise ValueError(f"src_heads row {row}: {error}") from None
+        rows.append(row)
+    if trees:
+        batched = binary_tree.batch_binary_trees(trees, length)
+        for array, key in zip(arrays, ("tree_left", "tree_right", "tree_level")):
+            array[rows, :length - 1] = batched[key]
+    return tuple(arrays)
+
+
+def _forget_bias_initializer(units, forget_bias):
+    """A Keras LSTM bias (gates i, f, c, o) of zeros with the forget gate at `forget_bias`."""
+    def initializer(shape, dtype=None):
+        return tf.concat([tf.zeros([units]), tf.fill([units], float(forget_bias)),
+                          tf.zeros([2 * units])], axis=0)
+    return initializer
+
+
+def _masked_lstm(cell, inputs, mask):
+    """Runs an LSTM cell over a right-padded sequence.
+
+    Args:
+        cell: a `keras.layers.LSTMCell`.
+        inputs: [B, S, E].
+        mask: bool [B, S], True for tokens.
+
+    Returns:
+        `(h, c)`, each [B, S, d]; at padding the state of the last token is
+        carried on, so `h[:, -1]`, `c[:, -1]` are the final state.
+    """
+    zeros = tf.zeros(tf.stack([tf.shape(inputs)[0], cell.units]), cell.compute_dtype)
+
+    def step(state, elements):
+        x, keep = elements
+        _, (h, c) = cell(x, list(state))
+        keep = keep[:, None]
+        return tf.where(keep, h, state[0]), tf.where(keep, c, state[1])
+
+    h, c = tf.scan(step, (tf.transpose(inputs, [1, 0, 2]), tf.transpose(mask)),
+                   initializer=(zeros, zeros))
+    return tf.transpose(h, [1, 0, 2]), tf.transpose(c, [1, 0, 2])
+
+
+@registry.register_model("tree2seq")
+class Tree2Seq(keras.Model):
+    """The tree-to-sequence attentional model (module docstring).
+
+    Args:
+        hparams: an `HParams` with the names of `hparams/tree2seq.py`.
+        vocab_sizes: the problem's vocabulary sizes (`inputs`, `targets`).
+        **kwargs: `keras.Model` arguments.
+
+    Raises:
+        HParamsError: an unknown softmax or binarisation rule, or a size out of range.
+        KeyError: `vocab_sizes` lacks `inputs` or `targets`.
+    """
+
+    train_features = frozenset({"inputs", "targets", "src_heads"})
+    decode_features = frozenset({"inputs", "src_heads"})
+    decode_start_id = PAD_ID
+
+    def __init__(self, hparams, vocab_sizes, **kwargs):
+        super().__init__(**kwargs)
+        self.hparams = hparams.copy()
+        self.vocab_sizes = {str(k): int(v) for k, v in dict(vocab_sizes).items()}
+        self.check_hparams()
+        hp = self.hparams
+        hidden = hp.hidden_size
+        uniform = keras.initializers.RandomUniform(-hp.init_scale, hp.init_scale)
+        self.derived_features = DerivedFeatures(
+            ("src_heads",), TREE_FEATURES,
+            functools.partial(source_tree_arrays, rule=hp.tree_binarization))
+
+        def lstm_cell(name):
+            return keras.layers.LSTMCell(
+                hidden, kernel_initializer=uniform, recurrent_initializer=uniform,
+                bias_initializer=_forget_bias_initializer(hidden, hp.forget_bias),
+                unit_forget_bias=False, name=name)
+
+        self.source_embedding = keras.layers.Embedding(
+            self._vocab_size("inputs"), hp.embedding_size, embeddings_initializer=uniform,
+            name="source_embedding")
+        self.encoder_cells = [lstm_cell(f"encoder_lstm_{i}") for i in range(hp.num_encoder_layers)]
+        self.tree_lstm = BinaryTreeLSTM(hidden, kernel_initializer=uniform,
+                                        forget_bias=hp.forget_bias, name="tree_lstm")
+        self.decoder_initializer = BinaryTreeLSTMCell(
+            hidden, kernel_initializer=uniform, forget_bias=hp.forget_bias,
+            name="decoder_initializer")
+        self.target_embedding = keras.layers.Embedding(
+            self._vocab_size("targets"), hp.embedding_size, embeddings_initializer=uniform,
+            name="target_embedding")
+        self.decoder_cell = lstm_cell("decoder_lstm")
+        self.attention_output = keras.layers.Dense(hidden, activation="tanh",
+                                                   kernel_initializer=uniform,
+                                                   name="attention_output")
+        self.output_layer = BlackOut(self._vocab_size("targets"), hp.blackout_samples,
+                                     beta=hp.blackout_beta, kernel_initializer="zeros",
+                                     name="softmax")
+        self._build_layers()
+
+    # ----------------------------------------------------------------- setup
+
+    def check_hparams(self):
+        """Raises `HParamsError` for values the model cannot use."""
+        hp = self.hparams
+        if hp.softmax not in SOFTMAXES:
+            raise HParamsError(f"softmax={hp.softmax!r}: expected one of {', '.join(SOFTMAXES)}")
+        if hp.tree_binarization not in binary_tree.RULES:
+            raise HParamsError(f"tree_binarization={hp.tree_binarization!r}: expected one of "
+                               f"{', '.join(binary_tree.RULES)}")
+        for name in ("hidden_size", "embedding_size", "num_encoder_layers", "blackout_samples"):
+            if hp.get(name) < 1:
+                raise HParamsError(f"{name}={hp.get(name)} must be at least 1")
+        if not 0.0 <= hp.blackout_beta <= 1.0:
+            raise HParamsError(f"blackout_beta={hp.blackout_beta} must lie in [0, 1]")
+        if hp.loss_normalization not in LOSS_NORMALIZATIONS:
+            raise HParamsError(f"loss_normalization={hp.loss_normalization!r}: expected one of "
+                               f"{', '.join(LOSS_NORMALIZATIONS)}")
+        if not hp.init_scale > 0:
+            raise HParamsError(f"init_scale={hp.init_scale} must be positive")
+
+    def _vocab_size(self, key):
+        if key not in self.vocab_sizes:
+            raise KeyError(f"model {type(self).__name__} needs vocab_sizes[{key!r}]; the "
+                           f"problem gives {sorted(self.vocab_sizes)}")
+        return self.vocab_sizes[key]
+
+    def _build_layers(self):
+        """Creates every weight now: their shapes depend on hparams only."""
+        hp = self.hparams
+        hidden, embedding = hp.hidden_size, hp.embedding_size
+        self.source_embedding.build((None, None))
+        for i, cell in enumerate(self.encoder_cells):
+            cell.build((None, embedding if i == 0 else hidden))
+        self.tree_lstm.build()
+        self.decoder_initializer.build()
+        self.target_embedding.build((None, None))
+        self.decoder_cell.build((None, embedding + hidden))
+        self.attention_output.build((None, 2 * hidden))
+        self.output_layer.build((None, hidden))
+        self.built = True
+
+    def get_config(self):
+        return {"name": self.name, "hparams": self.hparams.to_json(),
+                "vocab_sizes": dict(self.vocab_sizes)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        hparams = HParams.from_json(config.pop("hparams"))
+        return cls(hparams, config.pop("vocab_sizes"), **config)
+
+    def parse_head(self, layer_index):
+        """No encoder layer has a parse head (the decoding CLI asks)."""
+        return None
+
+    # ------------------------------------------------------------- encoding
+
+    def source_trees(self, features, num_leaves):
+        """The batch's trees, renumbered for `num_leaves` leaf positions: int32 [B, num_leaves] x 3.
+
+        Raises:
+            KeyError: the batch lacks the derived tree features.
+        """
+        missing = [key for key in TREE_FEATURES if key not in features]
+        if missing:
+            raise KeyError(
+                f"model {type(self).__name__} needs the batch features {', '.join(missing)}, "
+                f"which its `derived_features` compute from src_heads (the trainer and the decoder "
+                f"add them; elsewhere use `batch.update(model.derived_features.compute(batch))`)")
+        left, right, level = (tf.cast(features[key], tf.int32) for key in TREE_FEATURES)
+        # The arrays number phrase slot k as node L + k for their own length L.
+        positions = tf.shape(left)[1]
+
+        def renumbered(children):
+            return tf.where(children >= positions, children - positions + num_leaves, children)
+
+        def fitted(values):
+            values = tf.pad(values, [[0, 0], [0, tf.maximum(num_leaves - positions, 0)]],
+                            constant_values=binary_tree.PAD_NODE)
+            return values[:, :num_leaves]
+
+        return fitted(renumbered(left)), fitted(renumbered(right)), fitted(level)
+
+    def encode(self, features, training=False):
+        """Runs the sequential and the tree encoder.
+
+        Args:
+            features: the batch: `inputs`, `src_heads` and the derived tree features.
+            training: unused (the model has no dropout); kept for the models contract.
+
+        Returns:
+            dict with `"outputs"` [B, 2S, d] (the S sequential states, then
+            the S phrase slots), `"padding_mask"` bool [B, 2S] (True for
+            tokens and phrases), and the decoder's first state
+            `"initial_h"`, `"initial_c"` [B, d] (eq. 12).
+        """
+        inputs = tf.cast(features["inputs"], tf.int32)
+        length = tf.shape(inputs)[1]
+        token_mask = tf.not_equal(inputs, PAD_ID)
+        states = self.source_embedding(inputs)
+        for cell in self.encoder_cells:
+            states, memory_cells = _masked_lstm(cell, states, token_mask)
+        left, right, level = self.source_trees(features, length)
+        phrase_h, phrase_c = self.tree_lstm(states, memory_cells, left, right, level)
+        heads = tf.cast(features["src_heads"], tf.int32)
+        num_leaves = tf.reduce_sum(tf.cast(heads >= 0, tf.int32), axis=1)
+        root_h = root_states(states, phrase_h, left, num_leaves)
+        root_c = root_states(memory_cells, phrase_c, left, num_leaves)
+        initial_h, initial_c = self.decoder_initializer(states[:, -1], memory_cells[:, -1],
+                                                        root_h, root_c)
+        token_states = states * tf.cast(token_mask, states.dtype)[:, :, None]
+        return {"outputs": tf.concat([token_states, phrase_h], axis=1),
+                "padding_mask": tf.concat([token_mask, left >= 0], axis=1),
+                "initial_h": initial_h, "initial_c": initial_c}
+
+    # ------------------------------------------------------------- decoding
+
+    def decoder_memory(self, encoded):
+        """What every decoding step reads but never changes (tiled per beam by the search).
+
+        Returns:
+            dict with `"states"` [B, M, d], `"padding_mask"` bool [B, M] and
+            the first decoder state `"initial_h"`, `"initial_c"` [B, d].
+        """
+        return {"states": encoded["outputs"], "padding_mask": encoded["padding_mask"],
+                "initial_h": encoded["initial_h"], "initial_c": encoded["initial_c"]}
+
+    def initial_decoder_cache(self, batch_size, max_length):
+        """The decoder state before step 0: zeros `"h"`, `"c"`, `"feed"` [B, d].
+
+        Step 0 replaces h and c by s_1 from the memory; `max_length` is
+        unused (the state does not grow).
+        """
+        zeros = tf.zeros(tf.stack([batch_size, self.hparams.hidden_size]), self.compute_dtype)
+        return {"h": zeros, "c": zeros, "feed": zeros}
+
+    def _decoder_state(self, ids, step, cache, memory, training=False):
+        """One decoder step without the softmax: the new `(h, c, feed)` (module docstring)."""
+        inputs = tf.concat([self.target_embedding(tf.cast(ids, tf.int32)), cache["feed"]], -1)
+        _, (h, c) = self.decoder_cell(inputs, [cache["h"], cache["c"]], training=training)
+        first = tf.equal(step, 0)
+        h = tf.where(first, tf.cast(memory["initial_h"], h.dtype), h)
+        c = tf.where(first, tf.cast(memory["initial_c"], c.dtype), c)
+        states = memory["states"]
+        scores = tf.cast(tf.einsum("bd,bmd->bm", h, tf.cast(states, h.dtype)), tf.float32)
+        scores = tf.where(memory["padding_mask"], scores, tf.float32.min)
+        weights = tf.nn.softmax(scores, axis=-1)
+        context = tf.einsum("bm,bmd->bd", tf.cast(weights, states.dtype), states)
+        feed = self.attention_output(tf.concat([h, tf.cast(context, h.dtype)], -1))
+        return {"h": h, "c": c, "feed": feed}
+
+    def decode_step(self, ids, step, cache, memory, training=False):
+        """Logits of target position `step` given the previous token.
+
+        Args:
+            ids: int32 [B], the token at position `step - 1` (`decode_start_id`
+                at step 0, where it is not read).
+            step: int32 scalar, the position being predicted.
+            cache: from `initial_decoder_cache` or the previous step.
+            memory: from `decoder_memory`.
+            training: passed to the layers.
+
+        Returns:
+            `(logits float32 [B, V], cache)`.
+        """
+        cache = self._decoder_state(ids, step, cache, memory, training)
+        return self.output_layer.logits(cache["feed"]), cache
+
+    def decoder_outputs(self, targets, encoded, training=False):
+        """Teacher-forced attentional states s~ [B, T, d] for `targets` [B, T]."""
+        decoder_ids = shift_right(targets)
+        memory = self.decoder_memory(encoded)
+        initial = self.initial_decoder_cache(tf.shape(decoder_ids)[0], None)
+
+        def step(cache, elements):
+            ids, position = elements
+            return self._decoder_state(ids, position, cache, memory, training)
+
+        states = tf.scan(step, (tf.transpose(decoder_ids), tf.range(tf.shape(decoder_ids)[1])),
+                         initializer=initial)
+        return tf.transpose(states["feed"], [1, 0, 2])
+
+    # ------------------------------------------------------ training interface
+
+    def call(self, features, training=False):
+        """Teacher-forced forward pass.
+
+        Returns:
+            dict with `"logits"` float32 [B, T, V] (the full softmax's) and,
+            when training with BlackOut, `"softmax_inputs"` [B, T, d], the
+            states `compute_losses` samples the BlackOut loss from.
+        """
+        encoded = self.encode(features, training=training)
+        outputs = self.decoder_outputs(features["targets"], encoded, training=training)
+        result = {"logits": self.output_layer.logits(outputs)}
+        if training and self.hparams.softmax == "blackout":
+            result["softmax_inputs"] = outputs
+        return result
+
+    def compute_losses(self, features, outputs):
+        """Scalar float32 losses `"nmt"` and `"total"` (module docstring).
+
+        The token loss is BlackOut's in BlackOut training, otherwise the
+        label-smoothed cross-entropy of the full softmax. `"nmt"` is its
+        mean per target token; `"total"`, the objective, its mean per
+        sentence (`loss_normalization="sentence"`) or per token.
+        """
+        targets = features["targets"]
+        if "softmax_inputs" in outputs:
+            nmt = self.output_layer.loss(outputs["softmax_inputs"], targets)
+        else:
+            nmt = losses.label_smoothed_cross_entropy(
+                outputs["logits"], targets, self.hparams.label_smoothing)
+        if self.hparams.loss_normalization == "token":
+            return {"nmt": nmt, "total": nmt}
+        is_token = tf.not_equal(tf.cast(targets, tf.int32), PAD_ID)
+        tokens = tf.reduce_sum(tf.cast(is_token, tf.float32))
+        sentences = tf.reduce_sum(tf.cast(tf.reduce_any(is_token, axis=1), tf.float32))
+        return {"nmt": nmt, "total": nmt * tokens / tf.maximum(sentences, 1.0)}

@@ -1,0 +1,210 @@
+"""Tests for MG-SA: phrase heads, the phrase memory and the `mgsa` model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from syntax_t2t import registry
+from syntax_t2t.data.phrases import ngram_partition
+from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.phrase_memory import PhraseMemory
+from syntax_t2t.models import mgsa
+
+VOCABS = {"inputs": 30, "targets": 30, "upos": 20, "deprel": 10, "xpos": 10}
+# "She saw the cat ." with its <EOS> and padding; a two-word sentence below it.
+HEADS = [[2, 0, 4, 2, 2, -1, -1], [0, 1, -1, -1, -1, -1, -1]]
+UPOS = [[5, 6, 7, 8, 9, 0, 0], [10, 11, 0, 0, 0, 0, 0]]
+INPUTS = [[5, 6, 7, 8, 9, 1, 0], [10, 11, 1, 0, 0, 0, 0]]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def test_phrase_head_groups_keep_a_quarter_for_words():
+    assert mgsa.phrase_head_groups(8, 0, 3) == ((2, 3, 4, 5, 6, 7), (0, 0, 1, 1, 2, 2))
+    assert mgsa.phrase_head_groups(4, 0, 3) == ((1, 2, 3), (0, 1, 2))
+    assert mgsa.phrase_head_groups(4, 2, 2) == ((2, 3), (0, 1))
+    with pytest.raises(HParamsError, match="each granularity needs a head"):
+        mgsa.phrase_head_groups(4, 2, 3)
+
+
+def test_ngram_phrase_ids_leave_eos_and_padding_out():
+    ids = mgsa.ngram_phrase_ids(tf.constant(INPUTS), (2, 3)).numpy()
+    assert ids.tolist() == [[[0, 0, 1, 1, 2, -1, -1], [0, 0, 0, 1, 1, -1, -1]],
+                            [[0, 0, -1, -1, -1, -1, -1], [0, 0, -1, -1, -1, -1, -1]]]
+    assert ids[0, 0, :5].tolist() == ngram_partition(5, 2).tolist()
+
+
+def test_syntactic_phrase_features_worked_example():
+    # (VERBP (PRON She) (VERB saw) (NOUNP (DET the) (NOUN cat)) (PUNCT .)): level 1 is
+    # (She)(saw)(the cat)(.), level 2 splits "the cat".
+    ids, heads, kinds = mgsa.syntactic_phrase_features(np.array(HEADS), 2)
+    assert ids[0].tolist() == [[0, 1, 2, 2, 3, -1, -1], [0, 1, 2, 3, 4, -1, -1]]
+    assert heads[0, 0].tolist() == [0, 1, 3, 4, -1, -1, -1]
+    assert kinds[0, 0].tolist() == [1, 1, 2, 1, 0, 0, 0]
+    assert kinds[0, 1].tolist() == [1, 1, 1, 1, 1, 0, 0]
+    # "a b" with b attached to a: a's projection is the root, its words are level 1.
+    assert ids[1].tolist() == [[0, 1, -1, -1, -1, -1, -1]] * 2
+    tags = mgsa.phrase_tags(heads, kinds, tf.constant(UPOS), 20).numpy()
+    assert tags[0, 0].tolist() == [5, 6, 8 + 20, 9, 0, 0, 0]  # NOUNP takes "cat"'s tag + V
+
+
+def test_partitions_of_a_tree_with_an_extra_root_phrase():
+    # ROOT has two dependents ("saw" and "."): the root is the extra ROOT phrase (level 0),
+    # level 1 holds saw's projection and the final punctuation.
+    ids, heads, kinds = mgsa.syntactic_phrase_features(np.array([[2, 0, 4, 2, 0]]), 1)
+    assert ids[0, 0].tolist() == [0, 0, 0, 0, 1]
+    assert heads[0, 0].tolist() == [1, 4, -1, -1, -1]
+    assert kinds[0, 0].tolist() == [mgsa.PROJECTION, mgsa.WORD, 0, 0, 0]
+
+
+def segments_of(phrase_ids):
+    return [np.flatnonzero(phrase_ids == p) for p in range(phrase_ids.max() + 1)]
+
+
+def test_max_pooling_matches_naive_reference(rng):
+    x = rng.normal(size=(2, 7, 8)).astype(np.float32)
+    ids, _, _ = mgsa.syntactic_phrase_features(np.array(HEADS), 2)
+    layer = PhraseMemory(8, 2, composition="max")
+    memory, mask = layer(x, ids)
+    for b in range(2):
+        for g in range(2):
+            segments = segments_of(ids[b, g])
+            assert mask.numpy()[b, g].tolist() == [p < len(segments) for p in range(7)]
+            for p, tokens in enumerate(segments):
+                np.testing.assert_allclose(memory[b, g, p], x[b, tokens].max(axis=0), rtol=1e-6)
+            assert not memory.numpy()[b, g, len(segments):].any()
+
+
+def test_attention_composition_matches_naive_reference(rng):
+    x = rng.normal(size=(2, 7, 8)).astype(np.float32)
+    ids = mgsa.ngram_phrase_ids(tf.constant(INPUTS), (2, 3)).numpy()
+    layer = PhraseMemory(8, 2, composition="attention")
+    memory, _ = layer(x, ids)
+    wq, wk, wv = (layer.composer[name].kernel.numpy() for name in ("query", "key", "value"))
+    for b in range(2):
+        for g in range(2):
+            for p, tokens in enumerate(segments_of(ids[b, g])):
+                query = x[b, tokens].max(axis=0) @ wq
+                scores = (x[b, tokens] @ wk) @ query / np.sqrt(8)
+                weights = np.exp(scores - scores.max())
+                weights /= weights.sum()
+                np.testing.assert_allclose(memory[b, g, p], weights @ (x[b, tokens] @ wv),
+                                           rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_composition_is_the_last_state_of_each_phrase(rng):
+    x = rng.normal(size=(2, 7, 8)).astype(np.float32)
+    ids, _, _ = mgsa.syntactic_phrase_features(np.array(HEADS), 1)
+    layer = PhraseMemory(8, 1, composition="lstm")
+    memory, _ = layer(x, ids)
+    cell = layer.composer.cell.cell
+    for b in range(2):
+        for p, tokens in enumerate(segments_of(ids[b, 0])):
+            states = [tf.zeros([1, 8]), tf.zeros([1, 8])]
+            for t in tokens:  # a fresh LSTM over the phrase alone
+                output, states = cell(x[b, t][None], states)
+            np.testing.assert_allclose(memory[b, 0, p], output[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("interaction", ["lstm", "on_lstm"])
+def test_interaction_keeps_empty_slots_zero(rng, interaction):
+    x = rng.normal(size=(2, 7, 8)).astype(np.float32)
+    ids = mgsa.ngram_phrase_ids(tf.constant(INPUTS), (2,)).numpy()
+    memory, mask = PhraseMemory(8, 1, composition="max", interaction=interaction,
+                                chunk_size=4)(x, ids)
+    assert memory.shape == (2, 1, 7, 8)
+    assert not memory.numpy()[~mask.numpy()].any()
+    assert np.abs(memory.numpy()[mask.numpy()]).sum(axis=-1).min() > 0
+
+
+def test_unigram_max_pooled_phrase_head_equals_word_head(rng):
+    x = rng.normal(size=(2, 7, 8)).astype(np.float32)
+    valid = np.array(INPUTS) > 0
+    words = MultiHeadAttention(4, 2)
+    phrases = MultiHeadAttention(4, 2, phrase_heads=(1, 3), phrase_granularities=(0, 0))
+    words.build(x.shape)
+    phrases.build(x.shape)
+    phrases.set_weights(words.get_weights())
+    unigrams = np.where(valid, np.arange(7), -1)[:, None]  # every token its own phrase
+    memory, mask = PhraseMemory(8, 1, composition="max")(x, unigrams)
+    assert (mask.numpy()[:, 0] == valid).all()
+    expected, _ = words(x, attention_mask=valid[:, None, :])
+    got, details = phrases(x, attention_mask=valid[:, None, :], phrase_memory=memory,
+                           phrase_mask=mask, return_probs=True)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # And a bigram memory changes exactly the phrase heads' attention.
+    bigrams = np.where(valid, np.arange(7) // 2, -1)[:, None]
+    memory, mask = PhraseMemory(8, 1, composition="max")(x, bigrams)
+    _, changed = phrases(x, attention_mask=valid[:, None, :], phrase_memory=memory,
+                         phrase_mask=mask, return_probs=True)
+    differs = np.abs(changed["probs"] - details["probs"]).max(axis=(0, 2, 3))
+    assert (differs[[0, 2]] == 0).all() and (differs[[1, 3]] > 1e-3).all()
+    assert np.asarray(changed["probs"])[0, 1, 0, 3:].max() < 1e-6  # 5 words: 3 bigrams
+
+
+def test_phrase_heads_need_a_memory():
+    layer = MultiHeadAttention(4, 2, phrase_heads=(1,), phrase_granularities=(0,))
+    with pytest.raises(ValueError, match="no phrase_memory"):
+        layer(tf.zeros([1, 3, 8]))
+    with pytest.raises(ValueError, match="one index >= 0 per phrase head"):
+        MultiHeadAttention(4, 2, phrase_heads=(1, 2), phrase_granularities=(0,))
+    with pytest.raises(ValueError, match="phrase head and a"):
+        MultiHeadAttention(4, 2, phrase_heads=(1,), phrase_granularities=(0,), parse_head=1)
+
+
+def test_phrase_tag_loss_against_hand_computation():
+    logits = tf.math.log(tf.constant([[[[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [1 / 3] * 3]]]))
+    tags = tf.constant([[[1, 2, 0]]])  # the third slot holds no phrase
+    expected = -(np.log(0.25) + np.log(0.6)) / 2
+    np.testing.assert_allclose(mgsa.phrase_tag_loss(logits, tags), expected, rtol=1e-5)
+
+
+def tiny_model(**overrides):
+    registry.import_all()
+    hparams = registry.hparams("transformer_tiny")
+    hparams.override(dict(hidden_size=16, filter_size=32, **overrides))
+    return registry.model("mgsa")(hparams, VOCABS)
+
+
+def batch():
+    return {"inputs": tf.constant(INPUTS), "targets": tf.constant(INPUTS),
+            "src_heads": tf.constant(HEADS), "src_upos": tf.constant(UPOS)}
+
+
+def test_model_uses_derived_features_or_computes_them():
+    model = tiny_model()
+    features = batch()
+    derived = model.derived_features.compute({k: v.numpy() for k, v in features.items()})
+    assert sorted(derived) == sorted(
+        [f"mgsa_phrases_{k}" for k in (1, 2, 3)] + [f"mgsa_tag_heads_{k}" for k in (1, 2, 3)]
+        + [f"mgsa_tag_kinds_{k}" for k in (1, 2, 3)])
+    with_derived = model({**features, **derived})
+    computed = model(features)
+    np.testing.assert_allclose(with_derived["logits"], computed["logits"], rtol=1e-5)
+    losses = model.compute_losses(features, computed)
+    assert set(losses) == {"nmt", "phrase_tag", "total"}
+    np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.001 * losses["phrase_tag"],
+                               rtol=1e-6)
+    assert model.encoder_layers[0].self_attention.phrase_heads == (1, 2, 3)
+    assert not hasattr(model.encoder_layers[1].self_attention, "phrase_memory")
+
+
+def test_ngram_model_needs_no_trees():
+    model = tiny_model(mgsa_partition="ngram", mgsa_composition="max", mgsa_layers=[0, 1])
+    assert model.train_features == {"inputs", "targets"}
+    assert model.derived_features is None
+    outputs = model({"inputs": tf.constant(INPUTS), "targets": tf.constant(INPUTS)})
+    assert set(model.compute_losses({"targets": tf.constant(INPUTS)}, outputs)) == {"nmt", "total"}
+
+
+def test_bad_hparams_are_named():
+    with pytest.raises(HParamsError, match="mgsa_composition"):
+        tiny_model(mgsa_composition="cnn")
+    with pytest.raises(HParamsError, match="mgsa_partition"):
+        tiny_model(mgsa_partition="random")
+    with pytest.raises(HParamsError, match="mgsa_layers"):
+        tiny_model(mgsa_layers=[5])
