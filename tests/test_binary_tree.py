@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tree_strategies
+
 from syntax_t2t.data.binary_tree import RULES, BinaryTree, batch_binary_trees, binarize
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed, phrase_structure_from_dependencies
@@ -92,26 +94,8 @@ def test_malformed_binary_trees_are_rejected(left, right, message):
         BinaryTree(len(left) + 1, np.array(left), np.array(right), ("X",) * len(left))
 
 
-@st.composite
-def constituency_trees(draw, max_tokens=14):
-    """Random trees: spans split recursively; some groups stay flat, some get unary chains."""
-    n = draw(st.integers(1, max_tokens))
-    spans, heads, pending = [(0, n)], [], [(0, n)]
-    while pending:
-        start, end = pending.pop()
-        if end - start < 2:
-            continue
-        cuts = sorted(draw(st.sets(st.integers(start + 1, end - 1), min_size=1)))
-        bounds = [start, *cuts, end]
-        for a, b in zip(bounds, bounds[1:]):
-            if draw(st.booleans()):
-                spans.extend([(a, b)] * draw(st.integers(1, 2)))
-                pending.append((a, b))
-    with_heads = draw(st.booleans())
-    # Any token of a constituent may be its head: the head rule asks no more.
-    heads = [draw(st.integers(s, e - 1)) if with_heads else -1 for s, e in spans]
-    tokens = [f"w{i}" for i in range(n)]
-    return ConstituencyTree.from_spans(tokens, spans, ["X"] * len(spans), head_tokens=heads)
+def constituency_trees(max_tokens=14):
+    return tree_strategies.constituency_trees(max_tokens=max_tokens, heads=True)
 
 
 def in_order_leaves(tree: BinaryTree):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import constituency_trees
 
 from syntax_t2t.data.constituency import (
     Child,
@@ -45,26 +46,6 @@ def test_reads_the_mgsa_example_tree():
     assert tree.children(2) == (Child(True, 1), Child(False, 3), Child(False, 4))
     assert tree.children(4) == (Child(True, 4), Child(False, 5))
     assert len(tree) == 6 and tree.num_constituents == 6
-
-
-@st.composite
-def constituency_trees(draw, max_tokens=12):
-    """Random trees: spans split recursively; some groups stay flat, some get unary chains."""
-    n = draw(st.integers(1, max_tokens))
-    spans, pending = [(0, n)], [(0, n)]
-    while pending:
-        start, end = pending.pop()
-        if end - start < 2:
-            continue
-        cuts = sorted(draw(st.sets(st.integers(start + 1, end - 1), min_size=1)))
-        bounds = [start, *cuts, end]
-        for a, b in zip(bounds, bounds[1:]):
-            if draw(st.booleans()):
-                spans.extend([(a, b)] * draw(st.integers(1, 2)))
-                pending.append((a, b))
-    labels = [draw(st.sampled_from(["NP", "VP", "PP", "S"])) for _ in spans]
-    tokens, tags = [f"w{i}" for i in range(n)], [f"T{i}" for i in range(n)]
-    return ConstituencyTree.from_spans(tokens, spans, labels, tags=tags)
 
 
 @settings(max_examples=100, deadline=None)

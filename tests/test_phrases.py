@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import constituency_trees
 
 from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed, phrase_structure_from_dependencies
 from syntax_t2t.data.phrases import (
@@ -94,26 +95,6 @@ def test_pad_partitions():
         pad_partitions([ngram_partitions(7)], length=6)
     with pytest.raises(ValueError, match="same number of granularities"):
         pad_partitions([ngram_partitions(3, (2,)), ngram_partitions(3, (2, 3))], length=6)
-
-
-@st.composite
-def constituency_trees(draw, max_tokens=12):
-    """Random trees: spans split recursively; some groups stay flat, some get unary chains."""
-    n = draw(st.integers(1, max_tokens))
-    spans, pending = [(0, n)], [(0, n)]
-    while pending:
-        start, end = pending.pop()
-        if end - start < 2:
-            continue
-        cuts = sorted(draw(st.sets(st.integers(start + 1, end - 1), min_size=1)))
-        bounds = [start, *cuts, end]
-        for a, b in zip(bounds, bounds[1:]):
-            if draw(st.booleans()):
-                spans.extend([(a, b)] * draw(st.integers(1, 2)))
-                pending.append((a, b))
-    labels = [draw(st.sampled_from(["NP", "VP", "PP", "S"])) for _ in spans]
-    tokens, tags = [f"w{i}" for i in range(n)], [f"T{i}" for i in range(n)]
-    return ConstituencyTree.from_spans(tokens, spans, labels, tags=tags)
 
 
 def naive_unit(tree, token, level):

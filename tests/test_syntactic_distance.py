@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import constituency_trees
 
 from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed
 from syntax_t2t.data.syntactic_distance import (
@@ -46,24 +47,6 @@ def test_one_word_sentence():
     assert lca_heights(tree).tolist() == [2]
     assert common_ancestor_counts(tree).tolist() == [0]
     assert relative_common_ancestor_counts(tree).tolist() == [0]
-
-
-@st.composite
-def constituency_trees(draw, max_tokens=12):
-    """Random trees: spans split recursively; some groups stay flat, some get unary chains."""
-    n = draw(st.integers(1, max_tokens))
-    spans, pending = [(0, n)], [(0, n)]
-    while pending:
-        start, end = pending.pop()
-        if end - start < 2:
-            continue
-        cuts = sorted(draw(st.sets(st.integers(start + 1, end - 1), min_size=1)))
-        bounds = [start, *cuts, end]
-        for a, b in zip(bounds, bounds[1:]):
-            if draw(st.booleans()):
-                spans.extend([(a, b)] * draw(st.integers(1, 2)))
-                pending.append((a, b))
-    return ConstituencyTree.from_spans([f"w{i}" for i in range(n)], spans, ["X"] * len(spans))
 
 
 @st.composite
