@@ -98,7 +98,7 @@ def generated_data(data_dir):
 
 
 def untrained_run(run_dir, data_dir, model_name="transformer", hparams_text=TINY):
-    """A run directory whose checkpoint holds a model's initial weights, saved as training saves them."""
+    """A run directory whose checkpoint holds a model's initial weights, saved as training does."""
     problem = registry.problem(PROBLEM)
     hparams = registry.hparams("transformer_tiny").parse(hparams_text)
     model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
@@ -237,7 +237,8 @@ CONLLU_CASES = [
          loc("conllu", 6) + r": HEAD of word 2 must be an integer, found 'zwei'"),
     Case("conllu: head out of range",
          datagen_de2cs(GOOD_CONLLU + conllu_sentence(["x", "y"], heads=[0, 7])),
-         loc("conllu", 6) + r": HEAD 7 of word 2 is out of range: the sentence has 2 words \(0 = ROOT\)"),
+         loc("conllu", 6) + r": HEAD 7 of word 2 is out of range: the sentence has 2 words "
+                             r"\(0 = ROOT\)"),
     Case("conllu: a cycle",
          datagen_de2cs(GOOD_CONLLU + CYCLE),
          loc("conllu", 5) + r": heads of the sentence starting here do not form a tree: .*cycle.*"),
@@ -245,9 +246,8 @@ CONLLU_CASES = [
          datagen_de2cs(GOOD_CONLLU + "# sent_id = leer\n# text = \n\n"),
          loc("conllu", 5) + r": sentence has no words \(no token line with an integer ID\)"),
     Case("conllu: overlapping multiword ranges",
-         datagen_de2cs(GOOD_CONLLU + conllu_sentence(
-             ["zu", "dem", "Haus"], heads=[3, 3, 0]).replace("1\tzu", "1-2\tzum\t_\t_\t_\t_\t_\t_\t_\t_\n"
-                                                             "2-3\tzumh\t_\t_\t_\t_\t_\t_\t_\t_\n1\tzu")),
+         datagen_de2cs(GOOD_CONLLU + conllu_sentence(["zu", "dem", "Haus"], heads=[3, 3, 0]).replace(
+             "1\tzu", "1-2\tzum" + "\t_" * 8 + "\n2-3\tzumh" + "\t_" * 8 + "\n1\tzu")),
          loc("conllu", 6) + r": multiword token range 2-3 overlaps the range 1-2 on line 5"),
     Case("conllu: an empty node is skipped (enhanced graphs only)",
          datagen_de2cs(conllu_sentence(["Hunde", "bellen", "laut"]).replace(
@@ -276,8 +276,8 @@ CZENG_CASES = [
     Case("czeng: a token with the wrong number of factors",
          datagen_czeng([czeng_line(), czeng_line(), czeng_line(
              source="slovo|slovo|NNNS1-----A----|1|0 běží|běží|VB-S---3P-AA---|2|0|Pred")]),
-         loc("czeng", 3) + r": block 3 \(source a-layer\): token 1 'slovo\|slovo\|NNNS1-----A----\|1\|0' "
-                            r"has 5 factors, expected 6 \(form\|lemma\|tag\|index\|head\|afun\)"),
+         loc("czeng", 3) + r": block 3 \(source a-layer\): token 1 "
+                            r"'slovo\|slovo\|NNNS1-----A----\|1\|0' has 5 factors, expected 6 \(form\|lemma\|tag\|index\|head\|afun\)"),
     Case("czeng: token index not matching its position",
          datagen_czeng([czeng_line(), czeng_line(), czeng_line(
              source=" ".join([czeng_token(1, 0, "běží", "Pred"), czeng_token(3, 1)]))]),
@@ -307,7 +307,8 @@ MULTI30K_PROBLEM = "multi30k_syntax_cs_en"
 
 
 def datagen_multi30k(sources, targets, skip=False):
-    """`bin/datagen` on Multi30k cs-en files in `<tmp_dir>/multi30k/`, parsed by an untrained spaCy pipeline."""
+    """`bin/datagen` on Multi30k cs-en files in `<tmp_dir>/multi30k/`, parsed by an untrained
+    spaCy pipeline."""
     def run(ws, capsys):
         from parser_fixtures import untrained_pipeline_dir  # noqa: PLC0415 (spaCy is slow to import)
 
@@ -442,7 +443,8 @@ FLAG_CASES = [
     Case("hparams: a word for a boolean",
          train_with(hparams="shared_embedding_and_softmax_weights=maybe"),
          r"hparam 'shared_embedding_and_softmax_weights' is bool, got str 'maybe'"),
-    Case("flags: --usr_dir that does not exist", train_with(usr_dir=lambda ws: str(ws.tmp / "nowhere")),
+    Case("flags: --usr_dir that does not exist",
+         train_with(usr_dir=lambda ws: str(ws.tmp / "nowhere")),
          r"--usr_dir=.*nowhere: no such directory"),
     Case("flags: --usr_dir whose module does not compile",
          train_with(usr_dir=usr_dir_with("def broken(:\n    pass\n")),
@@ -511,7 +513,8 @@ DECODE_CASES = [
          loc("input") + r": file is empty \(no CoNLL-U sentence\)"),
     Case("decode: a checkpoint from a different model",
          lambda ws, capsys: decode_input("a b\n", output_dir=foreign_checkpoint(ws))(ws, capsys),
-         loc("checkpoint") + r": the checkpoint does not fit model Transformer with these hparams: .*"),
+         loc("checkpoint") + r": the checkpoint does not fit model Transformer with these "
+                                 r"hparams: .*"),
 ]
 
 ALL_CASES = CONLLU_CASES + CZENG_CASES + FILE_CASES + FLAG_CASES + DECODE_CASES

@@ -1,4 +1,4 @@
-"""Decoding under faults: an interrupted decode never leaves a partial output, and a re-run completes it.
+"""Decoding under faults: an interrupted decode leaves no partial output; a re-run completes it.
 
 `bin/decode` writes its output under a temporary name and renames it when
 complete; an interruption at any moment therefore leaves the previous

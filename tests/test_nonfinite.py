@@ -1,4 +1,4 @@
-"""A non-finite loss or gradient never reaches the weights: training stops naming the step, or skips the batch.
+"""A non-finite loss or gradient never reaches the weights: training stops, or skips the batch.
 
 The stand-in translator is given a "poison" source word: a batch holding it
 gets a NaN or infinite loss, or a finite loss with a NaN gradient, so the

@@ -1,4 +1,4 @@
-"""No code runs from user strings, no unpickling of files the user did not make, Keras files load safely.
+"""No code from user strings, no unpickling of files the user did not make, safe Keras loading.
 
 The package's source (syntax_t2t, problems, hparams, bin) is parsed with
 `ast` and every call is checked against a list of unsafe ones: `eval`,
@@ -70,7 +70,8 @@ def dotted_name(node):
 
 
 def matches(name, pattern):
-    """Whether `name` is `pattern` or ends with it at a dot (`keras.models.load_model` ~ `models.load_model`)."""
+    """Whether `name` is `pattern` or ends with it after a dot (`keras.models.load_model` matches
+    `models.load_model`)."""
     return name == pattern or name.endswith("." + pattern)
 
 

@@ -157,7 +157,8 @@ class TrainingCheckpoint:
     def __init__(self, directory, model, optimizer, step, keep_checkpoint_max, data_iterator=None):
         self.step = step
         self.directory = directory
-        self._required = {"model_weights": model_weights(model), "optimizer": optimizer, "step": step}
+        self._required = {"model_weights": model_weights(model), "optimizer": optimizer,
+                          "step": step}
         self._optional = {}
         rng = random_state(model)
         if rng:

@@ -74,7 +74,8 @@ class StopSignals:
     def _handle(self, number, frame):
         self.received = number
         logging.warning("received %s: stopping after the current step and saving a checkpoint "
-                        "(send it again to stop at once, without saving)", signal.Signals(number).name)
+                        "(send it again to stop at once, without saving)",
+                        signal.Signals(number).name)
         self._restore()
 
     def _restore(self):
