@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from absl import flags
-from absl.testing import flagsaver
+from end_to_end import train_then_decode  # also defines bin/train's and bin/decode's flags
 
 from syntax_t2t import registry
-from syntax_t2t.cli import decode, train
 from syntax_t2t.data.conllu_reader import format_conllu
 
 FLAGS = flags.FLAGS
@@ -63,20 +62,9 @@ def problem_with_data(workspace, name):
 
 def train_and_decode(workspace, problem_name, model, extra, index):
     data, test_file, sources = problem_with_data(workspace, problem_name)
-    run = workspace / f"{problem_name}-{model}-{index}"
     hparams = TINY + (f",{extra}" if extra else "")
-    with flagsaver.flagsaver(problem=problem_name, model=model, hparams_set="transformer_tiny",
-                             hparams=hparams, data_dir=str(data), output_dir=str(run),
-                             train_steps=2, save_checkpoints_steps=2, eval_steps=1, eval_every=0,
-                             log_step_count_steps=1, random_seed=1):
-        train.main(["train"])
-    output = workspace / f"{problem_name}-{model}-{index}.txt"
-    with flagsaver.flagsaver(output_dir=str(run), decode_from_file=str(test_file),
-                             decode_to_file=str(output),
-                             decode_hparams="beam_size=2,extra_length=5"):
-        decode.main(["decode"])
-    lines = output.read_text(encoding="utf-8").split("\n")
-    assert len(lines) == len(sources) + 1 and lines[-1] == ""
+    train_then_decode(problem_name, model, hparams, data, workspace / f"{problem_name}-{model}-{index}",
+                      test_file, workspace / f"{problem_name}-{model}-{index}.txt", len(sources))
 
 
 @pytest.mark.slow

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from absl import flags
-from absl.testing import flagsaver
+from end_to_end import train_then_decode  # also defines bin/train's and bin/decode's flags
 
 from syntax_t2t import registry
-from syntax_t2t.cli import decode, train
 from syntax_t2t.data.conllu_reader import format_conllu
 
 FLAGS = flags.FLAGS
@@ -87,20 +86,9 @@ def train_and_decode(workspace, problem_name, model, extra):
     # bin/train and bin/decode build the registered problem with its default
     # options; they only read the (smaller) generated data's files.
     _, data, test_file, sources = problem_with_data(workspace, problem_name)
-    run = workspace / f"{problem_name}-{model}"
     hparams = TINY + (f",{extra}" if extra else "")
-    with flagsaver.flagsaver(problem=problem_name, model=model, hparams_set="transformer_tiny",
-                             hparams=hparams, data_dir=str(data), output_dir=str(run),
-                             train_steps=2, save_checkpoints_steps=2, eval_steps=1, eval_every=0,
-                             log_step_count_steps=1, random_seed=1):
-        train.main(["train"])
-    output = workspace / f"{problem_name}-{model}.txt"
-    with flagsaver.flagsaver(output_dir=str(run), decode_from_file=str(test_file),
-                             decode_to_file=str(output),
-                             decode_hparams="beam_size=2,extra_length=5"):
-        decode.main(["decode"])
-    lines = output.read_text(encoding="utf-8").split("\n")
-    assert len(lines) == len(sources) + 1 and lines[-1] == ""
+    train_then_decode(problem_name, model, hparams, data, workspace / f"{problem_name}-{model}",
+                      test_file, workspace / f"{problem_name}-{model}.txt", len(sources))
 
 
 @pytest.mark.slow
