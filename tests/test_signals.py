@@ -123,12 +123,13 @@ def test_the_first_signal_is_recorded_and_the_second_acts_as_usual():
     assert {number: signal.getsignal(number) for number in handlers_before} == handlers_before
 
 
-def wait_for(path, pattern, process, timeout=300):
+def wait_for(path, pattern, process, timeout=300, accept=lambda match: True):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        match = re.search(pattern, Path(path).read_text(encoding="utf-8", errors="replace"))
-        if match:
-            return match
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        for match in re.finditer(pattern, text):
+            if accept(match):
+                return match
         assert process.poll() is None, Path(path).read_text()[-3000:]
         time.sleep(0.05)
     raise AssertionError(f"{pattern!r} not logged in {timeout} s")
@@ -155,7 +156,10 @@ def test_bin_train_saves_and_exits_on_sigterm_then_sigint(tmp_path):
             process = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, cwd=REPO)
         started = wait_for(log, r"training from step (\d+) to", process)
         assert int(started.group(1)) == stopped_at
-        wait_for(log, rf"step {stopped_at + 10}/", process)
+        # Progress is logged every 5 steps counted from 0, so a run resumed at step 11 logs
+        # 15, 20, 25...: wait for any step at least 10 past the start.
+        wait_for(log, r"step (\d+)/", process,
+                 accept=lambda match, start=stopped_at: int(match.group(1)) >= start + 10)
         process.send_signal(number)
         assert process.wait(timeout=120) == 128 + number
         text = log.read_text(encoding="utf-8")
