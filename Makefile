@@ -2,6 +2,7 @@
 #   make demo   install into .venv, then datagen -> train -> decode -> evaluate
 #               -> analyze on the embedded synthetic_syntax_reorder problem
 #   make test   install into .venv (with test extras), then run the test suite
+#               (`make test-slow` runs the tests marked slow; CI runs both)
 #
 # The install step pins torch to the CPU build first: stanza depends on torch,
 # and an unpinned torch pulls several GB of CUDA packages.
@@ -15,7 +16,7 @@ DEMO_STEPS ?= 1500
 # pytest-xdist workers; CI machines have 2 cores.
 TEST_WORKERS ?= 2
 
-.PHONY: install test test-fast demo clean-demo
+.PHONY: install test test-slow demo clean-demo
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,11 +27,13 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 install: $(VENV)/.installed
 
+# The default suite leaves out the tests marked `slow` (end-to-end training
+# runs, kill/resume, the benchmark smoke test); CI runs them as well.
 test: install
-	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider tests
-
-test-fast: install
 	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow" tests
+
+test-slow: install
+	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m slow tests
 
 DEMO_PROBLEM := synthetic_syntax_reorder
 DEMO_DATA := $(DEMO)/data
