@@ -96,16 +96,27 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
         return path
     os.makedirs(os.fspath(cache_dir), exist_ok=True)
     logging.info("parsing %s with %s (cache: %s)", os.fspath(input_path), parser.spec, path)
+    total, trees = parse_lines(parser, input_path, pretokenized)
+    write_conllu(_with_progress(trees, total, os.fspath(input_path)), path)
+    return path
+
+
+def parse_lines(parser: Parser, input_path: PathLike,
+                pretokenized: bool = False) -> tuple[int, Iterator[DependencyTree]]:
+    """The trees of the parsable lines of `input_path`, uncached.
+
+    Returns:
+        The number of parsable lines, and their trees as they are parsed, each
+        with `# source_line` and `# text` (what the parser was given).
+    """
     lines = list(parsable_lines(input_path))
     texts = [" ".join(text.split()) for _, text in lines]
     if pretokenized:
         trees = parser.parse_tokens(text.split() for text in texts)
     else:
         trees = parser.parse_texts(texts)
-    annotated = (dataclasses.replace(tree, comments={SOURCE_LINE: str(number), TEXT: text})
-                 for (number, _), text, tree in zip(lines, texts, trees))
-    write_conllu(_with_progress(annotated, len(lines), os.fspath(input_path)), path)
-    return path
+    return len(lines), (dataclasses.replace(tree, comments={SOURCE_LINE: str(number), TEXT: text})
+                        for (number, _), text, tree in zip(lines, texts, trees))
 
 
 def read_parses(path: PathLike) -> Iterator[tuple[int, DependencyTree]]:
