@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 GOLD = [DependencyTree.from_heads(["Pes", "štěká", "."], [2, 0, 2], labels=["nsubj", "root", "punct"],
                                   comments={"sent_id": "a-1", "text": "Pes štěká."}),
-        DependencyTree.from_heads(["Kočky", "spí"], [2, 0], labels=["nsubj", "root"],
-                                  comments={"sent_id": "a-2", "text": "Kočky spí"})]
+        DependencyTree.from_heads(["Kočky", "spí", "25 000", "let"], [2, 0, 4, 2],
+                                  labels=["nsubj", "root", "nummod", "obl"],
+                                  comments={"sent_id": "a-2", "text": "Kočky spí 25 000 let"})]
 
 
 def run_parse(tmp_path, *flags):

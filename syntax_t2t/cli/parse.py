@@ -29,6 +29,7 @@ from syntax_t2t.parsing.parser_spec import load_parser
 
 FLAGS = flags.FLAGS
 TEXT, TOKENS, CONLLU = "text", "tokens", "conllu"
+_SPACE_IN_FORM = "_"
 
 flags.DEFINE_string("parser", None, "spacy:MODEL or stanza:LANG[:MODEL_DIR].")
 flags.DEFINE_string("input_file", None, "What to parse (plain or .gz).")
@@ -37,10 +38,15 @@ flags.DEFINE_string("output_file", None, "Where the CoNLL-U parses go.")
 
 
 def parse_conllu(parser, path):
-    """Trees of `parser` over the word forms of the CoNLL-U file `path`, comments kept."""
+    """Trees of `parser` over the word forms of the CoNLL-U file `path`, forms and comments kept.
+
+    UD allows spaces inside a form (Czech "25 000"); the parser gets such a
+    form joined by "_" ("25_000") so that it stays one word.
+    """
     gold = list(read_conllu(path))
-    parsed = parser.parse_tokens([list(tree.tokens) for tree in gold])
-    return [dataclasses.replace(tree, comments=dict(original.comments))
+    parsed = parser.parse_tokens([[_SPACE_IN_FORM.join(form.split()) for form in tree.tokens]
+                                  for tree in gold])
+    return [dataclasses.replace(tree, tokens=original.tokens, comments=dict(original.comments))
             for original, tree in zip(gold, parsed, strict=True)]
 
 
