@@ -41,7 +41,8 @@ This keeps the label spaces (and embedding tables) of `features` unchanged
 and reduces to the word-level feature when every word is one subword.
 
 * tree distance and traversal: `subword_tree_distance_labels`,
-  `subword_traversal_labels` (projections of `features`);
+  `subword_traversal_labels` (projections of `features`; on the device
+  `layers/tree_labels.py` with `word_positions`);
 * relative position: the Shaw et al. feature is over sequence positions, so
   on subwords it is `features.relative_positions(T, k)` unchanged (subword
   offsets, as with any subword Transformer); `word_relative_positions` gives
@@ -49,7 +50,10 @@ and reduces to the word-level feature when every word is one subword.
 * parse heads (DepParse head selection): the SISA heads above, so that every
   subword's head points into its head word; predicted subword heads map back
   to word heads through each word's first subword
-  (`word_heads_from_subword_heads`), for UAS/LAS on the original words. The
+  (`word_heads_from_subword_heads`), for UAS/LAS on the original words
+  (`decoding/parse_heads.decode_word_heads` reads a parse head's scores the
+  same way, from each word's first subword, summing over the head word's
+  subwords). The
   diagonal pseudo-tree (DiagonalParse) is a sequence structure and stays
   `features.diagonal_heads(T)` on subwords.
 """

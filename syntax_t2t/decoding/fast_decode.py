@@ -51,8 +51,9 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
-        `"scores"` [B, beam] (best first), and `"parse_logits"` float32
-        [B, S + 1, S + 1] for models with a parse head.
+        `"scores"` [B, beam] (best first), and the encoder head's logits
+        under `model.head_logits_key` for models with one (`"parse_logits"`
+        float32 [B, S + 1, S + 1]; SISA's `"sisa_logits"` [B, S, S]).
     """
     inputs = tf.cast(features["inputs"], tf.int32)
     batch_size = tf.shape(inputs)[0]
@@ -77,8 +78,9 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
     result = search(symbols_to_logits, initial_ids, beam_size, max_steps, max_lengths, cache,
                     alpha=alpha, eos_id=eos_id, length_scores=length_scores)
     outputs = {"ids": result.ids, "lengths": result.lengths, "scores": result.scores}
-    if "parse_logits" in encoded:
-        outputs["parse_logits"] = encoded["parse_logits"]
+    head_key = getattr(model, "head_logits_key", "parse_logits")
+    if head_key in encoded:
+        outputs[head_key] = encoded[head_key]
     return outputs
 
 

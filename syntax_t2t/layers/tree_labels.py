@@ -14,6 +14,17 @@ here (`*_label_count(...) - 1`); the ids of word pairs are exactly those of
 `features.py`. With `include_root=True` the ROOT node comes first, as in the
 `<ROOT>`-prefixed source of DepParse (position 0 = ROOT, position i = token
 i), and its row and column carry its real tree labels.
+
+Subword batches (`*_subword` problems) follow the rule of
+`data/subword_syntax.py`: *a subword stands for its word*. Their `src_heads`
+are subword heads (`first_subword_heads`), which put two pieces of one word
+two edges apart (siblings under the head word's first piece); given
+`word_positions` (`src_word_position`: the 1-based word of each subword, 0 =
+none), the tree labels are instead computed on the words (`word_heads`) and
+gathered back to every subword pair (`project_to_subwords`), so pieces of one
+word are at distance 0 with the empty traversal code, and any other pair has
+the label of its two words (`subword_tree_distance_labels`,
+`subword_traversal_labels`). Relative positions stay sequence offsets.
 """
 
 import math
@@ -118,7 +129,64 @@ def _finish(labels, is_node, no_tree_label, include_root):
     return labels if include_root else labels[:, 1:, 1:]
 
 
-def tree_distance_labels(heads, max_distance, include_root=False):
+def word_heads(heads, word_positions):
+    """The word tree of a subword batch.
+
+    Args:
+        heads: int [B, S], subword heads as `first_subword_heads` gives them
+            (1-based position of the first subword of the head word, 0 =
+            ROOT, -1 = not a word).
+        word_positions: int [B, S], the 1-based word of each subword (words
+            are contiguous and numbered from 1 in order), 0 = none.
+
+    Returns:
+        int32 [B, S]: entry `w - 1` is the head of word `w` (1-based word,
+        0 = ROOT), read off the word's first subword; -1 after the last word.
+    """
+    heads = tf.cast(heads, tf.int32)
+    words = tf.cast(word_positions, tf.int32)
+    length = tf.shape(words)[1]
+    previous = tf.pad(words, [[0, 0], [1, 0]])[:, :-1]
+    is_first = (words > 0) & tf.not_equal(words, previous)
+    # The word of each subword's head subword (clipped: see `_ancestors`).
+    head_subword = tf.clip_by_value(heads - 1, 0, length - 1)
+    head_word = tf.where(heads > 0, tf.gather(words, head_subword, batch_dims=1),
+                         tf.where(heads == 0, 0, -1))
+    # slot[b, s, w] = subword s is the first subword of word w + 1.
+    slot = is_first[:, :, None] & tf.equal(words[:, :, None] - 1,
+                                           tf.range(length, dtype=tf.int32)[None, None, :])
+    values = tf.reduce_sum(tf.where(slot, head_word[:, :, None], 0), axis=1)
+    return tf.where(tf.reduce_any(slot, axis=1), values, -1)
+
+
+def project_to_subwords(word_labels, word_positions, no_tree_label, include_root=False):
+    """Word-pair labels moved onto subword pairs ("a subword stands for its word").
+
+    Args:
+        word_labels: int32 [B, S + 1, S + 1], labels of the word tree with
+            ROOT first (node w = word w), e.g. `tree_distance_labels(
+            word_heads(...), k, include_root=True)`.
+        word_positions: int [B, S], the 1-based word of each subword, 0 = none.
+        no_tree_label: the label of pairs with a position that is no word.
+        include_root: keep ROOT as row/column 0.
+
+    Returns:
+        int32 [B, S, S] (or [B, S + 1, S + 1] with ROOT first); entry (s, t)
+        is the label of the words of subwords s and t.
+    """
+    words = tf.cast(word_positions, tf.int32)
+    # Clipped like malformed heads in `_ancestors`: never read outside the tensor.
+    nodes, is_node = tf.clip_by_value(words, 0, tf.shape(words)[1]), words > 0
+    if include_root:
+        nodes = tf.pad(nodes, [[0, 0], [1, 0]])
+        is_node = tf.pad(is_node, [[0, 0], [1, 0]], constant_values=True)
+    labels = tf.gather(word_labels, nodes, axis=1, batch_dims=1)
+    labels = tf.gather(labels, nodes, axis=2, batch_dims=1)
+    pair_is_tree = is_node[:, :, None] & is_node[:, None, :]
+    return tf.where(pair_is_tree, labels, no_tree_label)
+
+
+def tree_distance_labels(heads, max_distance, include_root=False, word_positions=None):
     """Tree-distance labels of a batch (thesis 3.1.2), as `features.tree_distance_labels`.
 
     Args:
@@ -126,11 +194,19 @@ def tree_distance_labels(heads, max_distance, include_root=False):
         max_distance: largest distance with its own label; longer distances
             get the overflow label `max_distance + 1`.
         include_root: prepend ROOT as row/column 0.
+        word_positions: for subword batches, int [B, S], the 1-based word of
+            each subword (0 = none); the labels are then those of
+            `subword_syntax.subword_tree_distance_labels` (module docstring).
 
     Returns:
         int32 [B, S, S], or [B, S + 1, S + 1] with `include_root`; pairs with
         a non-word position get `tree_distance_label_count(max_distance) - 1`.
     """
+    if word_positions is not None:
+        words = tree_distance_labels(word_heads(heads, word_positions), max_distance,
+                                     include_root=True)
+        return project_to_subwords(words, word_positions,
+                                   tree_distance_label_count(max_distance) - 1, include_root)
     ancestors, is_node = _ancestors(heads)
     _, up, down = _climbs(ancestors)
     distance = tf.cast(up + down, tf.int32)
@@ -138,7 +214,7 @@ def tree_distance_labels(heads, max_distance, include_root=False):
     return _finish(labels, is_node, tree_distance_label_count(max_distance) - 1, include_root)
 
 
-def tree_traversal_labels(heads, max_traversal, include_root=False):
+def tree_traversal_labels(heads, max_traversal, include_root=False, word_positions=None):
     """Tree-traversal label ids of a batch (thesis 3.1.3), as `features.traversal_labels`.
 
     A path that climbs exactly once and then descends is a sibling move; its
@@ -150,12 +226,20 @@ def tree_traversal_labels(heads, max_traversal, include_root=False):
         max_traversal: longest code with its own label; longer codes get the
             overflow id `features.traversal_vocab_size(max_traversal) - 1`.
         include_root: prepend ROOT as row/column 0.
+        word_positions: for subword batches, int [B, S], the 1-based word of
+            each subword (0 = none); the labels are then those of
+            `subword_syntax.subword_traversal_labels` (module docstring).
 
     Returns:
         int32 [B, S, S], or [B, S + 1, S + 1] with `include_root`; ids index
         `features.traversal_vocab(max_traversal)`; pairs with a non-word
         position get `tree_traversal_label_count(max_traversal) - 1`.
     """
+    if word_positions is not None:
+        words = tree_traversal_labels(word_heads(heads, word_positions), max_traversal,
+                                      include_root=True)
+        return project_to_subwords(words, word_positions,
+                                   tree_traversal_label_count(max_traversal) - 1, include_root)
     ancestors, is_node = _ancestors(heads)
     depth, up, down = _climbs(ancestors)
     num_nodes = tf.shape(depth)[1]

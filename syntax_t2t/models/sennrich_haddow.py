@@ -96,6 +96,11 @@ class SennrichHaddow(Transformer):
             embeddings.append(embedding)
         self.factor_embeddings = embeddings
 
+    @property
+    def reads_word_positions(self):
+        """Whether `source_word_positions` matters: the subword-tag factor reads it."""
+        return SUBWORD_TAG in self.hparams.sh_factors
+
     def check_hparams(self):
         super().check_hparams()
         hp = self.hparams

@@ -57,6 +57,8 @@ class Sisa(Transformer):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs"})
     head_logits_key = "sisa_logits"
+    #: Reads `src_word_position` with `source_word_positions` (bin/train warns when off).
+    reads_word_positions = True
 
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(hparams, vocab_sizes, **kwargs)

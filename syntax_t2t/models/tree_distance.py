@@ -1,15 +1,14 @@
 """TreeDistance (thesis 3.1.2): key biases from source-tree distances."""
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import tree_labels
-from syntax_t2t.models.transformer import Transformer
+from syntax_t2t.models.tree_label_transformer import TreeLabelTransformer
 
 TREE_DISTANCE = "tree_distance"
 
 
 @registry.register_model("tree_distance")
-class TreeDistance(Transformer):
+class TreeDistance(TreeLabelTransformer):
     """Transformer whose encoder self-attention adds tree-distance key embeddings.
 
     `e_ij = q_i . (k_j + t_ij) / sqrt(d_k)` (eq. 3.3) in every encoder layer,
@@ -20,24 +19,11 @@ class TreeDistance(Transformer):
     TreeDistance". The `<EOS>` position is not a tree node: its pairs share
     the no-tree label (see `layers/tree_labels.py`). The label matrices are
     computed from `src_heads` on the device, once per batch for all layers.
+    On subword problems, `source_word_positions=true` makes the labels those
+    of the words (`src_word_position`): pieces of one word are at distance 0.
     """
 
-    train_features = frozenset({"inputs", "targets", "src_heads"})
-    decode_features = frozenset({"inputs", "src_heads"})
-
-    def check_hparams(self):
-        super().check_hparams()
-        if self.hparams.max_tree_distance < 1:
-            raise HParamsError(
-                f"max_tree_distance={self.hparams.max_tree_distance} must be at least 1")
-
-    def tree_label_vocab_sizes(self):
-        return {TREE_DISTANCE: tree_labels.tree_distance_label_count(
-            self.hparams.max_tree_distance)}
-
-    def source_labels(self, features, source_ids):
-        labels = super().source_labels(features, source_ids)
-        labels[TREE_DISTANCE] = tree_labels.tree_distance_labels(
-            self.source_heads(features, source_ids), self.hparams.max_tree_distance,
-            include_root=self.prefix_root)
-        return labels
+    label_name = TREE_DISTANCE
+    limit_hparam = "max_tree_distance"
+    label_count = staticmethod(tree_labels.tree_distance_label_count)
+    pair_labels = staticmethod(tree_labels.tree_distance_labels)
