@@ -77,6 +77,10 @@ def transformer_base():
         sh_factors=["deprel"],
         sh_factor_sizes=[10],
         # ------------------------------------------------------------------
+        # The source phrase structure of MG-SA and NSD's d_S, d_G, d_R:
+        # "dependency" (each head with its projection, from src_heads) or
+        # "bracketed" (the data's bracketed trees, src_const_*).
+        phrase_structure="dependency",
         # MG-SA (Hao et al. 2019): phrase heads in encoder layers mgsa_layers.
         mgsa_layers=[0],  # the seed's best: the bottom layer only
         mgsa_partition="syntactic",  # "ngram" or "syntactic"
@@ -88,7 +92,8 @@ def transformer_base():
         mgsa_chunk_size=8,  # ON-LSTM neurons per master-gate value
         mgsa_tag_loss_weight=0.001,  # lambda of the phrase-tag loss; 0 = no supervision
         # ------------------------------------------------------------------
-        # NSD (Ma et al. 2019): neural syntactic distances of the source.
+        # NSD (Ma et al. 2019): neural syntactic distances.
+        nsd_side="source",  # "source", "target" (needs target trees) or "both"
         nsd_distance="dependency",  # "lca_height" (d_S), "common_ancestors" (d_G),
         # "relative" (d_R) or "dependency" (d_D)
         nsd_max_distance=20,  # distances clipped at +-k (2k + 1 embedding ids)
@@ -96,7 +101,7 @@ def transformer_base():
         nsd_embedding_size=0,  # distance-embedding width with "concat"; 0 = hidden_size // 8
         nsd_positional_encoding=False,  # syntactic positional encoding (eq. 15-16)
         nsd_spe_sigma=40.0,  # sigma_SPE, the longest period of the syntactic encoding
-        nsd_output=False,  # predict the NSD from the encoder states (eq. 11)
+        nsd_output=False,  # predict the NSD from the encoder / decoder states (eq. 11)
         nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
         nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
     )

@@ -21,7 +21,8 @@ are the dev set, the next `test_size` the test set, the rest the training set.
 
 Each line is one sentence pair; `syntax_t2t.data.czeng_reader` reads the
 Czech and English a-layers (blocks 3 and 7). The source is the Czech tree
-(PDT tags as XPOS, afuns as labels), the target the English tokens.
+(PDT tags as XPOS, afuns as labels), the target the English tokens with
+their a-layer tree (`tgt_heads`, for target-side syntax).
 """
 
 import os
@@ -32,7 +33,7 @@ from problems.common import Positioned
 from syntax_t2t import registry
 from syntax_t2t.data.czeng_reader import read_czeng
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, RawDataError
+from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, RawDataError, TreeTokens
 
 # The last two-digit number not adjacent to other digits.
 _PACKAGE_NUMBER = re.compile(r"(?<!\d)(\d\d)(?!\d)(?!.*(?<!\d)\d\d(?!\d))")
@@ -55,6 +56,7 @@ class CzengSyntax(Problem):
     `czeng`).
     """
 
+    has_target_trees = True  # the English a-layer trees
     train_packages = tuple(range(0, 9))
     heldout_package = 9
     dev_size = 1_000
@@ -129,7 +131,7 @@ class CzengSyntax(Problem):
             if position >= positions.stop:
                 return
             if position >= positions.start:
-                yield source, list(target.tokens)
+                yield source, TreeTokens(target)
 
 
 _UNBOUNDED = 1 << 62

@@ -3,7 +3,8 @@
 The PUD treebanks annotate the *same* 1,000 sentences in many languages with
 gold UD trees; `# parallel_id` comments align them. A PUD problem pairs the
 tree of a source-language sentence with the tokens of the target-language
-sentence of the same `parallel_id`. That is far too little data to train a
+sentence of the same `parallel_id` (with its gold tree, `tgt_heads`, for
+target-side syntax). That is far too little data to train a
 translation model, but it gives small, real, gold-parsed test problems.
 
 Files: `<code>_pud-ud-test.conllu` (or the same name with `.gz`) in
@@ -24,7 +25,7 @@ from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.download import maybe_download
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError, raise_or_skip
-from syntax_t2t.problem import DEV, TEST, TRAIN, IgnoreSkipped, Problem
+from syntax_t2t.problem import DEV, TEST, TRAIN, IgnoreSkipped, Problem, TreeTokens
 
 TREEBANKS = {"cs": "Czech", "de": "German", "en": "English"}
 URL_TEMPLATE = ("https://raw.githubusercontent.com/UniversalDependencies/UD_{treebank}-PUD/"
@@ -47,6 +48,7 @@ class PudSyntax(Problem):
 
     source_language = ""
     target_language = ""
+    has_target_trees = True  # the target language's gold PUD trees
     train_size = 800
     dev_size = 100
     test_size = 100
@@ -96,7 +98,7 @@ class PudSyntax(Problem):
             except InputError as error:
                 raise_or_skip(error, skip)
                 continue
-            yield tree, list(targets[parallel_id].tokens)
+            yield tree, TreeTokens(targets[parallel_id])
 
     @staticmethod
     def _trees_by_parallel_id(path, skip, report: bool) -> dict:

@@ -71,7 +71,7 @@ from typing import Iterator, Optional
 
 from syntax_t2t import registry
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.problem import DEV, TEST, TRAIN, Problem
+from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, TreeTokens
 
 # Part of speech -> number of words in each language's lexicon.
 LEXICON_SIZES = {"VERB": 60, "NOUN": 120, "ADJ": 50, "ADV": 25, "PRON": 8, "DET": 6, "ADP": 10,
@@ -255,6 +255,26 @@ def translate(tree: DependencyTree, lexicon: Lexicon) -> list[str]:
     return [lexicon.translation[tree.tokens[index]] for index in target_order(tree)]
 
 
+def target_tree(tree: DependencyTree, lexicon: Lexicon) -> DependencyTree:
+    """The target sentence with its tree: the source tree, words translated and re-ordered.
+
+    Each target word depends on the translation of its source word's head,
+    with the same label and part of speech (a target word's XPOS is its
+    source word's: the translation keeps the word class).
+    """
+    order = target_order(tree)
+    position = {source: target for target, source in enumerate(order, start=1)}
+    tokens = [lexicon.translation[tree.tokens[index]] for index in order]
+    return DependencyTree(
+        tokens=tokens,
+        heads=[0 if tree.heads[index] == 0 else position[int(tree.heads[index]) - 1]
+               for index in order],
+        labels=[tree.labels[index] for index in order],
+        lemmas=tokens,
+        upos=[tree.upos[index] for index in order],
+        xpos=[tree.xpos[index] for index in order])
+
+
 @registry.register_problem
 class SyntheticSyntaxReorder(Problem):
     """An artificial language pair whose target order depends on the source tree.
@@ -263,9 +283,11 @@ class SyntheticSyntaxReorder(Problem):
     attributes, overridable per instance): `train_size`, `dev_size`,
     `test_size` (sentence pairs per split), `min_length`, `max_length`
     (source words), `root_punct_probability`, `lexicon_seed` (the
-    languages) and `random_seed` (the sentences).
+    languages) and `random_seed` (the sentences). Targets come with their
+    trees (`target_tree`: the source tree re-ordered), for target-side syntax.
     """
 
+    has_target_trees = True
     train_size = 20_000
     dev_size = 500
     test_size = 500
@@ -302,4 +324,4 @@ class SyntheticSyntaxReorder(Problem):
         for _ in range(self.split_size(split)):
             tree = sample_tree(rng, lexicon, rng.randint(self.min_length, self.max_length),
                                self.root_punct_probability)
-            yield tree, translate(tree, lexicon)
+            yield tree, TreeTokens(target_tree(tree, lexicon))

@@ -47,10 +47,33 @@ subwords back into exactly the original words.
 Lemmas. With `source_lemmas`, problems with source trees also store
 `src_lemma`, lemma ids from a word-level `lemma` vocabulary (the source
 factors of Sennrich and Haddow 2016).
+
+Target trees. Problems whose targets have dependency trees
+(`has_target_trees`: the synthetic languages, PUD, CzEng) yield them
+(a `DependencyTree`, or `TreeTokens`: a token list carrying its tree) and
+store `tgt_heads`, the target heads (projected onto the target subwords like
+the source's), for target-side syntax (NSD on the decoder). Models that do
+not train on them never see them (the trainer keeps a model's
+`train_features`).
+
+Bracketed source trees. A source sentence may carry a Penn-style
+constituency tree, as the `# constituency = (...)` comment of its CoNLL-U
+(what stanza writes; `conllu_reader` checks it against the words), or from
+files of bracketed trees, one per source sentence in order, named
+`source_trees_pattern` in `tmp_dir` (`<problem>.<split>.trees[.gz]`, read
+only when all three splits have one; each tree becomes its sentence's
+comment, so the dev and test CoNLL-U written for decoding carry it too).
+When every training sentence has one, the data stores them
+(`src_const_start`, `src_const_end`, `src_const_label`: one entry per
+constituent, labels from a `const` vocabulary) and models read their phrase
+structure from them (`--hparams=phrase_structure=bracketed`) instead of
+deriving it from the dependency tree; all splits then need them. The keys
+a generated data set holds are in its completion record (`data_feature_keys`).
 """
 
 import collections
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -58,30 +81,50 @@ import time
 import uuid
 from typing import Iterator, Optional, Sequence, Union
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.data import pipeline, subword_syntax
 from syntax_t2t.data.conllu_reader import format_conllu
+from syntax_t2t.data.constituency import (CONSTITUENCY_COMMENT, bracketed_groups,
+                                          constituent_features, sentence_tree)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
-from syntax_t2t.errors import InputError, SkipCounter
+from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
 
 TRAIN, DEV, TEST = "train", "dev", "test"
 SPLITS = (TRAIN, DEV, TEST)
 
 INPUTS, TARGETS = "inputs", "targets"
 SOURCE_TREE_FEATURES = ("src_heads", "src_deprel", "src_upos", "src_xpos")
+TARGET_TREE_FEATURES = ("tgt_heads",)
+CONSTITUENCY_FEATURES = pipeline.CONSTITUENT_KEYS  # src_const_start, _end, _label
+CONSTITUENCY_VOCABULARY = "const"
 WORD_POSITION_FEATURE = "src_word_position"
 LEMMA_FEATURE = "src_lemma"
 SUBWORD_MODES = ("joint", "separate")
 # Vocabulary name of each source tree feature that holds ids.
 TAG_VOCABULARIES = {"src_deprel": "deprel", "src_upos": "upos", "src_xpos": "xpos"}
 
+
+
+class TreeTokens(list):
+    """A sentence's tokens (a plain list to everything else) carrying its `tree`.
+
+    Problems with target trees yield their targets so: code that wants
+    tokens sees the list, `Problem.encode` also reads the heads.
+    """
+
+    def __init__(self, tree: DependencyTree):
+        super().__init__(tree.tokens)
+        self.tree = tree
+
+
 Source = Union[DependencyTree, Sequence[str]]
-Target = Union[DependencyTree, Sequence[str]]
+Target = Union[DependencyTree, TreeTokens, Sequence[str]]
 
 _PROGRESS_EVERY_SECONDS = 10.0
 
@@ -106,6 +149,10 @@ class Problem:
 
     #: Source-side sentences carry dependency trees (`src_*` features).
     has_source_trees = True
+    #: Targets carry dependency trees (the `tgt_heads` feature).
+    has_target_trees = False
+    #: Files of bracketed source trees in `tmp_dir`, one per split (module docstring).
+    source_trees_pattern = "{problem}.{split}.trees"
 
     #: Largest word vocabulary per language, the 4 reserved ids included
     #: (thesis Section 5.2: 50,000).
@@ -180,11 +227,27 @@ class Problem:
     @property
     def feature_keys(self) -> tuple[str, ...]:
         """Keys of an encoded example, as in `docs/design.md`."""
+        target = TARGET_TREE_FEATURES if self.has_target_trees else ()
         if not self.has_source_trees:
-            return (INPUTS, TARGETS)
+            return (INPUTS, TARGETS) + target
         return ((INPUTS, TARGETS) + SOURCE_TREE_FEATURES
                 + ((LEMMA_FEATURE,) if self.source_lemmas else ())
-                + ((WORD_POSITION_FEATURE,) if self.subwords else ()))
+                + ((WORD_POSITION_FEATURE,) if self.subwords else ()) + target)
+
+    def data_feature_keys(self, data_dir: str) -> tuple[str, ...]:
+        """The keys of the examples generated in `data_dir` (its completion record).
+
+        `feature_keys` plus the bracketed-tree keys where the data has them;
+        data generated before records listed their keys holds `feature_keys`
+        without `tgt_heads`.
+
+        Raises:
+            DataNotGeneratedError: the data was not (completely) generated.
+        """
+        record = self._require_data(data_dir)
+        if "feature_keys" in record:
+            return tuple(record["feature_keys"])
+        return tuple(key for key in self.feature_keys if key not in TARGET_TREE_FEATURES)
 
     @property
     def vocabulary_names(self) -> tuple[str, ...]:
@@ -193,6 +256,21 @@ class Problem:
             return (INPUTS, TARGETS)
         return (INPUTS, TARGETS) + tuple(TAG_VOCABULARIES.values()) + (
             ("lemma",) if self.source_lemmas else ())
+
+    def _recorded_optional_vocabularies(self, data_dir: str) -> tuple[str, ...]:
+        """The optional vocabularies (`const`) of the data in `data_dir`.
+
+        Those its datagen record lists, or without a record (vocabularies
+        copied for decoding) those whose file is there.
+        """
+        path = self.completion_record_path(data_dir)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as stream:
+                with contextlib.suppress(json.JSONDecodeError):
+                    names = json.load(stream).get("vocabularies", {})
+                    return tuple(name for name in (CONSTITUENCY_VOCABULARY,) if name in names)
+        return tuple(name for name in (CONSTITUENCY_VOCABULARY,)
+                     if os.path.isfile(self.vocabulary_path(data_dir, name)))
 
     def vocabulary_path(self, data_dir: str, vocabulary_name: str) -> str:
         return os.path.join(data_dir, f"{self.name}.vocab.{vocabulary_name}.txt")
@@ -254,7 +332,8 @@ class Problem:
         """
         data_dir = os.path.abspath(data_dir)
         if self._vocabularies is None or self._vocabulary_dir != data_dir:
-            paths = {name: self.vocabulary_path(data_dir, name) for name in self.vocabulary_names}
+            names = self.vocabulary_names + self._recorded_optional_vocabularies(data_dir)
+            paths = {name: self.vocabulary_path(data_dir, name) for name in names}
             missing = [path for path in paths.values() if not os.path.isfile(path)]
             if missing:
                 raise DataNotGeneratedError(
@@ -270,22 +349,41 @@ class Problem:
         return SubwordVocabulary if self.subwords and name in (INPUTS, TARGETS) else Vocabulary
 
     def vocab_sizes(self, data_dir: str) -> dict[str, int]:
-        """Size of each vocabulary (`inputs`, `targets`, `deprel`, `upos`, `xpos`)."""
+        """Size of each vocabulary (`inputs`, `targets`, `deprel`, `upos`, `xpos`, `const`, ...)."""
         return {name: len(vocab) for name, vocab in self.load_vocabularies(data_dir).items()}
 
     def build_vocabularies(self, samples) -> dict[str, Vocabulary]:
-        """Counts the tokens and tags of training samples into vocabularies."""
-        counts = {name: collections.Counter() for name in self.vocabulary_names}
+        """Counts the tokens and tags of training samples into vocabularies.
+
+        Also a `const` vocabulary of constituent labels when every sample's
+        source carries a bracketed tree (module docstring).
+
+        Raises:
+            RawDataError: some sources carry a bracketed tree and others not.
+        """
+        counts = {name: collections.Counter()
+                  for name in self.vocabulary_names + (CONSTITUENCY_VOCABULARY,)}
+        num_samples = num_bracketed = 0
         for source, target in samples:
             tree = self._check_source(source)
             counts[INPUTS].update(_tokens(source))
             counts[TARGETS].update(_tokens(target))
+            num_samples += 1
             if self.has_source_trees:
                 counts["deprel"].update(tree.labels)
                 counts["upos"].update(tree.upos)
                 counts["xpos"].update(tree.xpos)
                 if self.source_lemmas:
                     counts["lemma"].update(tree.lemmas)
+                bracketed = self._bracketed_tree(tree)
+                if bracketed is not None:
+                    num_bracketed += 1
+                    counts[CONSTITUENCY_VOCABULARY].update(bracketed.labels)
+        if 0 < num_bracketed < num_samples:
+            raise RawDataError(
+                f"{self.name}: {num_bracketed} of {num_samples} training sources carry a bracketed "
+                f"tree ('# {CONSTITUENCY_COMMENT} = ...' or {self.source_trees_pattern}); give one "
+                f"for every sentence or none")
         sizes = {INPUTS: self.vocab_size, TARGETS: self.vocab_size, "lemma": self.vocab_size}
         vocabularies = {
             name: Vocabulary.build(counts[name], max_size=sizes.get(name, self.tag_vocab_size))
@@ -294,7 +392,11 @@ class Problem:
             vocabularies[INPUTS], vocabularies[TARGETS] = build_subword_vocabularies(
                 counts[INPUTS], counts[TARGETS], self.subword_vocab_size,
                 joint=self.subwords == "joint")
-        return {name: vocabularies[name] for name in self.vocabulary_names}
+        result = {name: vocabularies[name] for name in self.vocabulary_names}
+        if num_bracketed:
+            result[CONSTITUENCY_VOCABULARY] = Vocabulary.build(
+                counts[CONSTITUENCY_VOCABULARY], max_size=self.tag_vocab_size)
+        return result
 
     def _loaded_vocabularies(self) -> dict[str, Vocabulary]:
         if self._vocabularies is None:
@@ -311,18 +413,31 @@ class Problem:
             return source
         return None
 
+    def _bracketed_tree(self, tree: Optional[DependencyTree]):
+        """The `ConstituencyTree` of a source's `# constituency` comment, or None."""
+        if tree is None or CONSTITUENCY_COMMENT not in tree.comments:
+            return None
+        text = " ".join(tree.tokens[:6]) + (" ..." if len(tree) > 6 else "")
+        return sentence_tree(tree.comments[CONSTITUENCY_COMMENT], tree.tokens,
+                             f"{self.name}: the bracketed tree of {text!r}", 1)
+
     def encode_source(self, source: Source) -> dict[str, list[int]]:
         """The source-side features of one sentence (also used when decoding).
 
         Args:
             source: a `DependencyTree`, or a token list (then only `inputs`
-                is returned; a model that needs trees cannot use it).
+                and word positions are returned; a model that needs trees
+                cannot use it).
 
         Returns:
             `inputs` (ids then `<EOS>`) and, for a tree, `src_heads`,
             `src_deprel`, `src_upos`, `src_xpos` (and `src_lemma`), one entry
             per word; with subwords one entry per subword, and
-            `src_word_position` (see the module docstring).
+            `src_word_position` (see the module docstring; also for a
+            token list when the problem has source trees). Where the data
+            has bracketed trees (a `const` vocabulary) and the tree carries
+            one, also `src_const_start`, `src_const_end`, `src_const_label`,
+            one entry per constituent.
         """
         vocabularies = self._loaded_vocabularies()
         if self.subwords:
@@ -337,8 +452,19 @@ class Problem:
             features["src_xpos"] = vocabularies["xpos"].encode(source.xpos)
             if self.source_lemmas:
                 features[LEMMA_FEATURE] = vocabularies["lemma"].encode(source.lemmas)
+            bracketed = (self._bracketed_tree(source)
+                         if CONSTITUENCY_VOCABULARY in vocabularies else None)
+            if bracketed is not None:
+                starts, ends = constituent_features(bracketed)
+                features["src_const_start"] = starts.tolist()
+                features["src_const_end"] = ends.tolist()
+                features["src_const_label"] = vocabularies[CONSTITUENCY_VOCABULARY].encode(
+                    bracketed.labels)
             if self.subwords:
                 features = _projected_to_subwords(features, word_index)
+        elif self.subwords and self.has_source_trees:
+            # Plain-text sources too: decoding reads parses back onto words.
+            features[WORD_POSITION_FEATURE] = (word_index + 1).tolist()
         return features
 
     def encode(self, sample: tuple[Source, Target]) -> dict[str, list[int]]:
@@ -346,7 +472,22 @@ class Problem:
         source, target = sample
         self._check_source(source)
         features = self.encode_source(source)
-        features[TARGETS] = self._loaded_vocabularies()[TARGETS].encode(_tokens(target)) + [EOS_ID]
+        vocabulary = self._loaded_vocabularies()[TARGETS]
+        if not self.has_target_trees:
+            features[TARGETS] = vocabulary.encode(_tokens(target)) + [EOS_ID]
+            return features
+        tree = target if isinstance(target, DependencyTree) else getattr(target, "tree", None)
+        if tree is None:
+            raise TypeError(f"{self.name} has target trees, but a sample's target is "
+                            f"{type(target).__name__}")
+        heads = [int(head) for head in tree.heads]
+        if self.subwords:
+            ids, word_index = vocabulary.encode_with_word_index(tree.tokens)
+            features[TARGETS] = ids.tolist() + [EOS_ID]
+            heads = subword_syntax.first_subword_heads(word_index, heads).tolist()
+        else:
+            features[TARGETS] = vocabulary.encode(tree.tokens) + [EOS_ID]
+        features["tgt_heads"] = heads
         return features
 
     def decode_targets(self, ids) -> list[str]:
@@ -405,8 +546,11 @@ class Problem:
         counts, shards = self._write_shards(data_dir, tmp_dir, max_examples, skip)
 
         record = dict(requested, problem=self.name, counts=counts,
+                      feature_keys=list(self.feature_keys) + (
+                          list(CONSTITUENCY_FEATURES)
+                          if CONSTITUENCY_VOCABULARY in vocabularies else []),
                       vocabularies={name: os.path.basename(self.vocabulary_path(data_dir, name))
-                                    for name in self.vocabulary_names},
+                                    for name in vocabularies},
                       vocab_sizes={name: len(vocab) for name, vocab in vocabularies.items()},
                       shards=shards, skipped=skip.counts if skip is not None else {})
         io_utils.atomic_write_text(self.completion_record_path(data_dir),
@@ -417,9 +561,63 @@ class Problem:
 
     def _samples(self, tmp_dir, split, max_examples, skip, stage):
         samples = self.generate_samples(tmp_dir, split, skip)
+        trees_path = self.source_trees_path(tmp_dir, split)
+        if trees_path is not None:
+            samples = self._with_source_trees(samples, trees_path, skip)
         if max_examples is not None:
             samples = itertools.islice(samples, max_examples)
         return _with_progress(samples, f"{self.name} {split} ({stage})")
+
+    def source_trees_path(self, tmp_dir: Optional[str], split: str) -> Optional[str]:
+        """The split's file of bracketed source trees (plain or `.gz`), or None.
+
+        Only when every split has one; a partial set is logged and ignored
+        (C&H problems read the training file alone).
+        """
+        if not self.has_source_trees or not tmp_dir:
+            return None
+        paths = {}
+        for name_split in SPLITS:
+            name = self.source_trees_pattern.format(problem=self.name, split=name_split)
+            paths[name_split] = next(
+                (os.path.join(tmp_dir, candidate) for candidate in (name, name + ".gz")
+                 if os.path.isfile(os.path.join(tmp_dir, candidate))), None)
+        if all(paths.values()):
+            return paths[split]
+        if any(paths.values()):
+            logging.warning("%s: bracketed source trees are read only when every split has a "
+                            "file; missing %s", self.name,
+                            ", ".join(self.source_trees_pattern.format(problem=self.name, split=x)
+                                      for x, path in paths.items() if path is None))
+        return None
+
+    def _with_source_trees(self, samples, path, skip):
+        """`samples` whose sources carry the trees of `path` as `# constituency` comments.
+
+        Tree k belongs to the k-th sample; a tree that does not fit its
+        sentence is an `InputError` naming the file and line (under
+        `--skip_bad_examples` the pair is skipped; the trees stay aligned).
+        """
+        groups = bracketed_groups(path)
+        line = None
+        for number, (source, target) in enumerate(samples, 1):
+            group = next(groups, None)
+            if group is None:
+                raise InputError(path, None, f"has fewer trees than {self.name} has sentences "
+                                 f"in this split: sentence {number} has none",
+                                 reason="tree count mismatch")
+            line, text = group
+            try:
+                sentence_tree(text, source.tokens, path, line)
+            except InputError as error:
+                raise_or_skip(error, skip)
+                continue
+            comments = {**source.comments, CONSTITUENCY_COMMENT: " ".join(text.split())}
+            yield dataclasses.replace(source, comments=comments), target
+        if next(groups, None) is not None:
+            raise InputError(path, line, f"holds more trees than {self.name} has sentences in "
+                             f"this split (the last sentence's tree is on this line)",
+                             reason="tree count mismatch")
 
     def _generate_vocabularies(self, data_dir, tmp_dir, max_examples, skip) -> dict:
         logging.info("%s: counting the training split for the vocabularies", self.name)
@@ -431,6 +629,10 @@ class Problem:
         for name, vocab in vocabularies.items():
             vocab.save(self.vocabulary_path(data_dir, name))
             logging.info("%s: vocabulary %s has %d entries", self.name, name, len(vocab))
+        if CONSTITUENCY_VOCABULARY not in vocabularies:
+            # An earlier run's labels must not make decoding read trees.
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.vocabulary_path(data_dir, CONSTITUENCY_VOCABULARY))
         return vocabularies
 
     def _write_shards(self, data_dir, tmp_dir, max_examples, skip):
@@ -476,9 +678,15 @@ class Problem:
         raw_files = {kind: open(path, "w", encoding="utf-8")
                      for kind, path in (raw_temporaries or {}).items()}
         count = 0
+        bracketed = CONSTITUENCY_VOCABULARY in self._loaded_vocabularies()
         try:
             for sample in samples:
-                writers[count % len(writers)].write(pipeline.serialize_example(self.encode(sample)))
+                features = self.encode(sample)
+                if bracketed and CONSTITUENCY_FEATURES[0] not in features:
+                    raise RawDataError(
+                        f"{self.name}: sentence {count + 1} of the {split} split has no bracketed "
+                        f"tree, but the training sentences have; every split needs them")
+                writers[count % len(writers)].write(pipeline.serialize_example(features))
                 if raw_files:
                     source, target = sample
                     raw_files["source"].write(
@@ -515,7 +723,8 @@ class Problem:
         if mode not in pipeline.SPLIT_OF_MODE:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(pipeline.MODES)}")
         return pipeline.make_dataset(
-            self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.feature_keys, mode, hparams,
+            self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
+            mode, hparams,
             counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
 
 
@@ -545,10 +754,20 @@ def _with_progress(samples, label):
 
 
 def _projected_to_subwords(features: dict, word_index) -> dict:
-    """Word-level source syntax features moved onto subwords (module docstring)."""
+    """Word-level source syntax features moved onto subwords (module docstring).
+
+    A constituent of words `s .. e` covers their subwords, from the first of
+    `s` to the last of `e`.
+    """
     heads = subword_syntax.first_subword_heads(word_index, features["src_heads"])
     projected = {INPUTS: features[INPUTS], "src_heads": heads.tolist(),
                  WORD_POSITION_FEATURE: (word_index + 1).tolist()}
+    if "src_const_start" in features:
+        first, last = subword_syntax.word_spans(word_index)
+        projected["src_const_start"] = (first[np.asarray(features["src_const_start"]) - 1]
+                                        + 1).tolist()
+        projected["src_const_end"] = (last[np.asarray(features["src_const_end"]) - 1] + 1).tolist()
+        projected["src_const_label"] = features["src_const_label"]
     for key, values in features.items():
         if key not in projected:
             projected[key] = subword_syntax.copy_to_subwords(values, word_index).tolist()

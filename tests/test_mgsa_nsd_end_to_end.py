@@ -2,7 +2,7 @@
 
 Each configuration trains two steps and translates a few test sentences on
 `synthetic_syntax_reorder` and, where the real data is present, on
-`pud_syntax_de_cs`.
+`pud_syntax_de_cs` (whose gold Czech target trees feed the target side).
 """
 
 import itertools
@@ -30,6 +30,9 @@ RUNS = [
     ("mgsa", "mgsa_composition=lstm,mgsa_interaction=on_lstm,mgsa_chunk_size=4"),
     ("nsd", "nsd_input=concat,nsd_positional_encoding=true,nsd_output=true"),
     ("nsd", "nsd_distance=relative,nsd_input=linear,nsd_output=true"),
+    # Target side: the decoder reads the distances it predicts (carried in the beam state).
+    ("nsd", "nsd_side=target,nsd_input=linear,nsd_output=true"),
+    ("nsd", "nsd_side=both,nsd_distance=relative,nsd_positional_encoding=true,nsd_output=true"),
 ]
 
 

@@ -18,11 +18,14 @@ input sentence gives an empty line and a warning. With
 best first (fewer than `beam_size` when the search stopped with fewer
 finished hypotheses).
 
-Models with a parse head (`dep_parse`, `diagonal_parse`) also write the
-source parse read from that head to `--parse_to_file` as CoNLL-U, without
-`<ROOT>`: `--parse_decoder=argmax` as in the thesis (heads chosen one by one,
-cycles possible) or `mst` (Chu-Liu/Edmonds, always a tree). Unusable input
-sentences have no parse block.
+Models with a parse head (`dep_parse`, `diagonal_parse`, and `sisa`, whose
+bi-affine head is trained on parents) also write the source parse read from
+that head to `--parse_to_file` as CoNLL-U, without `<ROOT>`:
+`--parse_decoder=argmax` as in the thesis (heads chosen one by one, cycles
+possible) or `mst` (Chu-Liu/Edmonds, always a tree). On subword problems the
+parse is over the original words (`decoding/parse_heads.py`), so it scores
+against the gold trees. Other models refuse `--parse_to_file`. Unusable
+input sentences have no parse block.
 
 Every output is written under a temporary name and renamed when complete,
 so an interrupted decode never leaves a file that looks complete.
@@ -59,7 +62,8 @@ flags.DEFINE_string("decode_hparams", "",
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
-                    "For models with a parse head: write the source parse read from it as CoNLL-U.")
+                    "For models with a parse head (dep_parse, diagonal_parse, sisa): write the "
+                    "source parse read from it as CoNLL-U, one head per source word.")
 flags.DEFINE_enum("parse_decoder", "argmax", PARSE_DECODERS,
                   "How heads are read from the parse head: argmax (the thesis) or mst (a tree).")
 if "xla" not in FLAGS:
@@ -107,8 +111,9 @@ def main(argv):
     has_parse_head = any(trained.model.parse_head(layer) is not None
                          for layer in range(trained.hparams.num_encoder_layers))
     if FLAGS.parse_to_file and not has_parse_head:
-        raise common.UsageError(f"--parse_to_file: model {trained.model_name} has no parse head "
-                                f"(only dep_parse and diagonal_parse parse)")
+        raise common.UsageError(
+            f"--parse_to_file: model {trained.model_name} has no parse head, so it predicts no "
+            f"source parse; only dep_parse, diagonal_parse and sisa parse (drop --parse_to_file)")
     logging.info("decoding with %s from %s, %s", trained.model_name, trained.checkpoint, settings)
 
     # The length model (length_model=true): counted from the training data once, kept in the run.

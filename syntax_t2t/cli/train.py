@@ -32,7 +32,7 @@ from syntax_t2t import registry
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
 from syntax_t2t.errors import InputError
-from syntax_t2t.problem import DEV, TRAIN
+from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
 from syntax_t2t.training import checkpoints, distribution, precision, run_directory
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import TrainingInterrupted
@@ -85,12 +85,33 @@ def _flag_lines():
     return [FLAGS[name].serialize() for name in SAVED_FLAGS if FLAGS[name].value is not None]
 
 
-def _check_features(problem, train_features):
-    missing = sorted(set(train_features) - set(problem.feature_keys))
+def _check_features(problem, train_features, data_keys=None):
+    available = problem.feature_keys if data_keys is None else data_keys
+    missing = sorted(set(train_features) - set(available))
     if missing:
+        where = f" in {FLAGS.data_dir}" if data_keys is not None else ""
         raise common.UsageError(
             f"model {FLAGS.model} needs the features {', '.join(missing)}, which problem "
-            f"{FLAGS.problem} does not provide (it provides {', '.join(problem.feature_keys)})")
+            f"{FLAGS.problem} does not provide (it provides {', '.join(available)}{where})")
+
+
+def _warn_unread_word_positions(data_keys, model, hparams):
+    """Warns when a subword problem gives word boundaries that the model could read but will not.
+
+    Models with `reads_word_positions` (pascal, sisa, tree_distance,
+    tree_traversal, sennrich_haddow with the subword_tag factor) read
+    `src_word_position` only with `source_word_positions=true`; without it
+    every subword is taken for a word of its own.
+    """
+    if (WORD_POSITION_FEATURE in data_keys
+            and not hparams.get("source_word_positions", False)
+            and getattr(model, "reads_word_positions", False)):
+        logging.warning(
+            "problem %s gives %s (the word of each subword) but source_word_positions=false: "
+            "model %s will treat every subword as a word of its own (Pascal's parent middles, "
+            "SISA's root targets, S&H's subword tags, tree labels between pieces of one word); "
+            "add --hparams=source_word_positions=true to read the word boundaries",
+            FLAGS.problem, WORD_POSITION_FEATURE, FLAGS.model)
 
 
 def _check_data(problem):
@@ -176,8 +197,11 @@ def main(argv):
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         log_step_count_steps=FLAGS.log_step_count_steps,
         skip_nonfinite_batches=FLAGS.skip_nonfinite_batches)
-    # Some models need more features with some hparams (known once built).
-    _check_features(problem, trainer.model.train_features)
+    # Some models need more features with some hparams (known once built);
+    # the data's own keys (bracketed trees, target trees) are in its record.
+    _check_features(problem, trainer.model.train_features,
+                    problem.data_feature_keys(FLAGS.data_dir))
+    _warn_unread_word_positions(problem.data_feature_keys(FLAGS.data_dir), trainer.model, hparams)
     counters = pipeline.PipelineCounters()
     train_dataset = problem.dataset("train", FLAGS.data_dir, hparams, counters=counters,
                                     seed=FLAGS.random_seed)

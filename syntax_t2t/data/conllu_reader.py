@@ -8,6 +8,11 @@ Trees are built over *syntactic words* (lines with an integer ID):
   `le`, not the surface token `du`;
 * empty nodes (`5.1`) belong to the enhanced graph only and are skipped.
 
+A `# constituency = (...)` comment (stanza's CoNLL-U output) is the
+sentence's bracketed constituency tree: it is checked here (brackets, and
+leaves equal to the syntactic words) so that its errors name its line, and
+kept as a comment (`syntax_t2t.data.constituency.sentence_tree` parses it).
+
 The file is split into sentence blocks here, counting lines, so that every
 error names the line of the offending token; the `conllu` package supplies the
 parsing of IDs, integers and comments, and the serialisation on output.
@@ -25,6 +30,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
 from syntax_t2t import io_utils
+from syntax_t2t.data.constituency import CONSTITUENCY_COMMENT, sentence_tree
 from syntax_t2t.data.tree import DependencyTree, TreeError
 from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
 
@@ -152,6 +158,7 @@ class _Problem(Exception):
 
 def _tree_from_block(block: Sequence[_Line], source: str) -> DependencyTree:
     comments: dict[str, str] = {}
+    comment_lines: dict[str, int] = {}
     words: list[tuple[int, list[str]]] = []  # (line number, columns) of syntactic words
     ranges: list[tuple[int, int, int]] = []  # (line number, first word, last word)
 
@@ -165,6 +172,7 @@ def _tree_from_block(block: Sequence[_Line], source: str) -> DependencyTree:
                     raise _Problem("comment line after the token lines of a sentence", "misplaced comment")
                 for key, value in parse_comment_line(text):
                     comments[key] = value or ""
+                    comment_lines[key] = number
                 continue
             columns = _split_columns(text)
             token_id = _parse_id(columns[_ID])
@@ -194,7 +202,7 @@ def _tree_from_block(block: Sequence[_Line], source: str) -> DependencyTree:
         raise InputError(source, number, problem.message, reason=problem.reason) from None
 
     try:
-        return DependencyTree(
+        tree = DependencyTree(
             tokens=tuple(columns[_FORM] for _, columns in words),
             heads=np.asarray(heads, dtype=np.int32),
             labels=tuple(columns[_DEPREL] for _, columns in words),
@@ -212,6 +220,11 @@ def _tree_from_block(block: Sequence[_Line], source: str) -> DependencyTree:
             f"heads of the sentence starting here do not form a tree: {tree_error}",
             reason="cycle",
         ) from None
+    if CONSTITUENCY_COMMENT in comments:
+        # A bracketed tree (stanza's `# constituency = (ROOT ...)`) must fit the words.
+        sentence_tree(comments[CONSTITUENCY_COMMENT], tree.tokens, source,
+                      comment_lines[CONSTITUENCY_COMMENT])
+    return tree
 
 
 def _split_columns(text: str) -> list[str]:

@@ -417,6 +417,21 @@ def read_bracketed(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterat
             also when the file holds no tree at all.
     """
     source = os.fspath(path)
+    for line_number, text in bracketed_groups(path, skip):
+        try:
+            yield parse_bracketed(text, source, line_number)
+        except InputError as error:
+            raise_or_skip(error, skip)
+
+
+def bracketed_groups(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterator[tuple[int, str]]:
+    """The balanced bracket groups of a file, unparsed: `(first line, text)` each.
+
+    One group per tree, so a caller that pairs trees with sentences stays
+    aligned when it skips a tree that does not parse. Errors of the file's
+    bracket structure are those of `read_bracketed`.
+    """
+    source = os.fspath(path)
     depth, start_line, pieces, found = 0, 0, [], False
     for line_number, line in io_utils.read_lines(path):
         piece_start = 0
@@ -434,10 +449,7 @@ def read_bracketed(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterat
             depth += {"(": 1, ")": -1}.get(symbol, 0)
             if depth == 0:
                 pieces.append(line[piece_start : match.end()])
-                try:
-                    yield parse_bracketed("\n".join(pieces), source, start_line)
-                except InputError as error:
-                    raise_or_skip(error, skip)
+                yield start_line, "\n".join(pieces)
         if depth > 0:
             pieces.append(line[piece_start:])
             piece_start = 0
@@ -454,6 +466,90 @@ def read_bracketed(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterat
         )
     if not found:
         raise InputError(source, None, "no bracketed tree found", reason="no trees")
+
+
+# ---------------------------------------------------------------------------
+# Bracketed trees of sentences whose words are known (the source side of a
+# problem), and their storage as per-constituent features.
+
+#: The CoNLL-U comment that holds a sentence's bracketed tree (as stanza writes it).
+CONSTITUENCY_COMMENT = "constituency"
+#: Penn Treebank escapes of brackets, which cannot stand bare in bracketed text.
+PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
+
+
+def max_constituents(num_tokens: int) -> int:
+    """The most constituents a stored tree of `num_tokens` words may have: 2n + 2.
+
+    A tree without unary chains has at most 2n - 1 constituents; batches
+    keep room for 2 (n + 1) (`docs/design.md`, `src_const_*`).
+    """
+    return 2 * num_tokens + 2
+
+
+def sentence_tree(text: str, tokens: Sequence[str], source_name: str, line: int) -> ConstituencyTree:
+    """Parses the bracketed tree of a sentence whose words are `tokens`.
+
+    The tree's leaves must be the sentence's words, in order (Penn escapes
+    such as `-LRB-` match the bracket they stand for); the result carries the
+    sentence's own words.
+
+    Args:
+        text: the bracketed tree.
+        tokens: the sentence's words (e.g. its CoNLL-U syntactic words).
+        source_name, line: where `text` is, for error messages.
+
+    Raises:
+        InputError: naming `source_name` and `line`: malformed brackets, a
+            word mismatch, or more than `max_constituents` constituents.
+    """
+    tree = parse_bracketed(text, source_name, line)
+    words = [PTB_ESCAPES.get(word, word) for word in tree.tokens]
+    tokens = tuple(tokens)
+    if len(words) != len(tokens):
+        raise InputError(source_name, line, f"the bracketed tree has {len(words)} words but the "
+                         f"sentence has {len(tokens)}: tree {' '.join(words)!r}, sentence "
+                         f"{' '.join(tokens)!r}", reason="tree word mismatch")
+    for index, (word, token) in enumerate(zip(words, tokens)):
+        if word != token:
+            raise InputError(source_name, line, f"word {index + 1} of the bracketed tree is "
+                             f"{word!r} but the sentence has {token!r}",
+                             reason="tree word mismatch")
+    if tree.num_constituents > max_constituents(len(tokens)):
+        raise InputError(source_name, line, f"the bracketed tree has {tree.num_constituents} "
+                         f"constituents over {len(tokens)} words; at most "
+                         f"{max_constituents(len(tokens))} are stored (unary chains?)",
+                         reason="too many constituents")
+    return ConstituencyTree(tokens=tokens, spans=tree.spans, labels=tree.labels, tags=tree.tags)
+
+
+def constituent_features(tree: ConstituencyTree) -> tuple[np.ndarray, np.ndarray]:
+    """A tree as per-constituent positions: `(starts, ends)`, int32 [m] each.
+
+    Constituent k (pre-order) covers the words `starts[k] .. ends[k]`,
+    1-based and inclusive, so 0 can pad. Its label is `tree.labels[k]`.
+    """
+    return (tree.spans[:, 0] + 1).astype(np.int32), tree.spans[:, 1].astype(np.int32)
+
+
+def tree_from_constituent_features(starts, ends, labels, num_tokens: int,
+                                   tags: Optional[Sequence[str]] = None) -> ConstituencyTree:
+    """Rebuilds a tree from `constituent_features` (padding with start 0 is dropped).
+
+    Args:
+        starts, ends: int [m'] as `constituent_features` gives them, padded.
+        labels: m' labels (any strings).
+        num_tokens: n.
+        tags: the n word tags, `"_"` when omitted.
+
+    Raises:
+        ConstituencyError: the constituents do not form a tree over n words.
+    """
+    starts, ends = np.asarray(starts), np.asarray(ends)
+    kept = np.flatnonzero(starts > 0)
+    spans = np.stack([starts[kept] - 1, ends[kept]], axis=1).astype(np.int64)
+    return ConstituencyTree(tokens=(UNKNOWN,) * num_tokens, spans=spans,
+                            labels=tuple(labels[k] for k in kept), tags=tags)
 
 
 def non_projective_dependents(heads) -> np.ndarray:

@@ -29,8 +29,9 @@ Modes:
       bucket may be smaller. Batches come grouped by length, so their order
       is not the file order.
 
-Source syntax features are padded as `docs/design.md` specifies: `-1` for
-`src_heads` (so the `<EOS>` position of `inputs` has head -1) and `0` for ids.
+Syntax features are padded as `docs/design.md` specifies: `-1` for
+`src_heads` and `tgt_heads` (so the `<EOS>` position has head -1) and `0` for
+ids; the per-constituent `src_const_*` features to twice the batch length.
 
 Derived features. A model whose inputs need Python to compute (the binary
 trees of tree2seq, from `src_heads`) declares `DerivedFeatures`; the trainer
@@ -50,7 +51,13 @@ MODES = (TRAIN, EVAL, TEST)
 SPLIT_OF_MODE = {TRAIN: "train", EVAL: "dev", TEST: "test"}
 
 HEADS_KEY = "src_heads"
+HEADS_KEYS = ("src_heads", "tgt_heads")
 HEADS_PADDING = -1
+# Per-constituent features (bracketed source trees): a tree of n words has at
+# most 2 (n + 1) constituents (`constituency.max_constituents`), so they are
+# padded to twice the batch length.
+CONSTITUENT_KEYS = ("src_const_start", "src_const_end", "src_const_label")
+CONSTITUENT_LENGTH_FACTOR = 2
 ID_PADDING = 0
 DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
 
@@ -247,14 +254,15 @@ def _window_size(batch_sizes: Sequence[int]):
 def _batcher(boundaries, batch_sizes, feature_keys, drop_remainder: bool):
     padded_length = _padded_length(boundaries)
     window_size = _window_size(batch_sizes)
-    padding_values = {key: tf.constant(HEADS_PADDING if key == HEADS_KEY else ID_PADDING, tf.int32)
+    padding_values = {key: tf.constant(HEADS_PADDING if key in HEADS_KEYS else ID_PADDING, tf.int32)
                       for key in feature_keys}
 
     def batch(key, window):
         length = tf.reshape(padded_length(key), [1])
         return window.padded_batch(
             window_size(key),
-            padded_shapes={key_: length for key_ in feature_keys},
+            padded_shapes={key_: length * CONSTITUENT_LENGTH_FACTOR if key_ in CONSTITUENT_KEYS
+                           else length for key_ in feature_keys},
             padding_values=padding_values,
             drop_remainder=drop_remainder)
     return batch

@@ -5,7 +5,9 @@ Sentences are encoded with the problem's vocabularies, sorted by length
 out-of-memory error shows at once), decoded in batches of
 `batch_size` sentences and returned in their original order. Unusable
 sentences keep their place with a None result. Models with a parse head
-also return the source heads read from it (`parse_heads`).
+also return the source heads read from it (`parse_heads`): one head per
+source *word*, also on subword problems (read through `src_word_position`),
+and for SISA's bi-affine parent head (`"sisa_logits"`, no `<ROOT>`) too.
 """
 
 import dataclasses
@@ -15,12 +17,17 @@ from typing import Optional, Sequence
 import numpy as np
 from absl import logging
 
+from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR
 from syntax_t2t.decoding.fast_decode import make_decode_function
 from syntax_t2t.decoding.inputs import SourceSentence
-from syntax_t2t.decoding.parse_heads import PARSE_DECODERS, decode_heads
+from syntax_t2t.decoding.parse_heads import PARSE_DECODERS, decode_word_heads
 
 # Padding value of each batch feature (docs/design.md): heads -1, ids 0.
-_PAD_VALUES = {"src_heads": -1}
+_PAD_VALUES = {"src_heads": -1, "tgt_heads": -1}
+WORD_POSITION = "src_word_position"
+#: The head-logits key whose scores are `<ROOT>`-prefixed (docs/design.md);
+#: other keys (SISA's "sisa_logits") score the tokens alone.
+ROOT_PREFIXED_KEY = "parse_logits"
 _PROGRESS_EVERY_SECONDS = 30.0
 
 
@@ -36,8 +43,8 @@ class Translation:
         tokens: the best hypothesis.
         beams: every hypothesis with its score, best first (one when the
             beam size is 1).
-        heads: the source heads from the parse head (1-based, 0 = ROOT), or
-            None for models without one.
+        heads: the source word heads from the parse head (1-based, 0 =
+            ROOT), or None for models without one.
     """
 
     tokens: tuple[str, ...]
@@ -55,13 +62,15 @@ def pad_batch(examples: Sequence[dict], keys: Sequence[str], length_multiple: in
             shapes for XLA).
 
     Returns:
-        `{key: np.int32 [B, S]}`; every key shares S, that of `inputs`.
+        `{key: np.int32 [B, S]}`; every key shares S, that of `inputs`, but
+        the per-constituent `src_const_*`, which have twice that length.
     """
     length = max(len(example["inputs"]) for example in examples)
     length = -(-length // length_multiple) * length_multiple
     batch = {}
     for key in keys:
-        array = np.full([len(examples), length], _PAD_VALUES.get(key, 0), np.int32)
+        width = length * (CONSTITUENT_LENGTH_FACTOR if key in CONSTITUENT_KEYS else 1)
+        array = np.full([len(examples), width], _PAD_VALUES.get(key, 0), np.int32)
         for row, example in enumerate(examples):
             values = example[key]
             array[row, :len(values)] = values
@@ -91,10 +100,13 @@ class Decoder:
         self.problem = problem
         self.hparams = hparams
         self.parse_decoder = parse_decoder
+        self.head_key = getattr(model, "head_logits_key", ROOT_PREFIXED_KEY)
         self.feature_keys = sorted(model.decode_features)
         self.length_multiple = 8 if jit_compile else 1
-        # Features the model computes with NumPy (pipeline.DerivedFeatures).
-        self._derived = getattr(model, "derived_features", None)
+        # Features the model computes with NumPy (pipeline.DerivedFeatures);
+        # a model whose training derivations read targets names its decoding ones.
+        self._derived = getattr(model, "decode_derived_features",
+                                getattr(model, "derived_features", None))
         derived_keys = list(self._derived.keys) if self._derived is not None else []
         self._decode = make_decode_function(model, self.feature_keys + derived_keys, hparams.beam_size,
                                             hparams.alpha, hparams.extra_length, jit_compile=jit_compile,
@@ -126,6 +138,14 @@ class Decoder:
         self.check_features(sentences)
         encoded = {index: self.problem.encode_source(sentence.source)
                    for index, sentence in enumerate(sentences) if sentence.usable}
+        for index, features in encoded.items():
+            missing = [key for key in self.feature_keys if key not in features]
+            if missing:
+                hint = (" (bracketed trees come from a '# constituency = (...)' comment of the "
+                        "CoNLL-U sentence)" if set(missing) & set(CONSTITUENT_KEYS) else "")
+                raise MissingFeaturesError(
+                    f"model {type(self.model).__name__} needs {', '.join(missing)}, which the "
+                    f"sentence at {sentences[index].location} lacks{hint}")
         order = sorted(encoded, key=lambda index: (-len(encoded[index]["inputs"]), index))
         results: list[Optional[Translation]] = [None] * len(sentences)
         batch_size = self.hparams.batch_size
@@ -137,7 +157,8 @@ class Decoder:
                 batch.update(self._derived.compute(batch))
             outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
             for row, index in enumerate(indices):
-                results[index] = self._translation(outputs, row, len(sentences[index].tokens))
+                results[index] = self._translation(outputs, row, self._word_index(
+                    encoded[index], len(sentences[index].tokens)))
             now = time.monotonic()
             if now - last_report > _PROGRESS_EVERY_SECONDS:
                 done = min(start + batch_size, len(order))
@@ -146,12 +167,20 @@ class Decoder:
                 last_report = now
         return results
 
-    def _translation(self, outputs: dict, row: int, num_words: int) -> Translation:
+    @staticmethod
+    def _word_index(example: dict, num_words: int) -> np.ndarray:
+        """The 0-based word of each source token: from `src_word_position` on subword problems."""
+        if WORD_POSITION in example:
+            return np.asarray(example[WORD_POSITION], np.int64) - 1
+        return np.arange(num_words)
+
+    def _translation(self, outputs: dict, row: int, word_index: np.ndarray) -> Translation:
         beams = tuple(
             (tuple(self.problem.decode_targets(outputs["ids"][row, k, :outputs["lengths"][row, k]])),
              float(outputs["scores"][row, k]))
             for k in range(outputs["ids"].shape[1]) if np.isfinite(outputs["scores"][row, k]))
         heads = None
-        if "parse_logits" in outputs:
-            heads = decode_heads(outputs["parse_logits"][row], num_words, self.parse_decoder)
+        if self.head_key in outputs:
+            heads = decode_word_heads(outputs[self.head_key][row], word_index, self.parse_decoder,
+                                      root_prefixed=self.head_key == ROOT_PREFIXED_KEY)
         return Translation(tokens=beams[0][0], beams=beams, heads=heads)

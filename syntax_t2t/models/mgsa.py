@@ -14,7 +14,10 @@ Partitions (`mgsa_partition`):
   2, 3, 4); no trees needed.
 * `"syntactic"`: the phrases of levels 1..`mgsa_levels` (the seed: 3) of the
   phrase structure "each head with its projection" derived from `src_heads`
-  (`data/constituency.py`, `data/phrases.py`).
+  (`data/constituency.py`, `data/phrases.py`), or, with
+  `phrase_structure=bracketed`, of the data's bracketed trees
+  (`src_const_start`, `src_const_end`, `src_const_label`; see
+  `syntax_t2t.problem`).
 
 Syntactic partitions need Python, so the model declares them as
 `derived_features` (`data/pipeline.py`): the trainer adds them to each batch
@@ -27,7 +30,8 @@ phrase memory predicts each phrase's label (seed eq. 9-10). Labels are the
 UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
 mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
 phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
-never a partition.
+never a partition. With bracketed trees a constituent's label is its own
+(NP, VP: `const` vocabulary ids, `const + V_upos`), a single word's its UPOS.
 """
 
 import keras
@@ -36,7 +40,8 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.data import phrases as phrase_partitions
-from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.constituency import (phrase_structure_from_dependencies,
+                                          tree_from_constituent_features)
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
@@ -45,6 +50,8 @@ from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
 from syntax_t2t.models.transformer import Transformer, fit_length
 
 PARTITIONS = ("ngram", "syntactic")
+PHRASE_STRUCTURES = ("dependency", "bracketed")
+BRACKET_KEYS = ("src_const_start", "src_const_end", "src_const_label")
 PHRASE_KEY = "mgsa_phrases_{}"
 TAG_HEAD_KEY = "mgsa_tag_heads_{}"
 TAG_KIND_KEY = "mgsa_tag_kinds_{}"
@@ -91,31 +98,39 @@ def ngram_phrase_ids(source_ids, ngram_sizes):
     return tf.where(words[:, None, :], ids, -1)
 
 
-# Kinds of phrase: none, a single word, a head's projection.
-NO_PHRASE, WORD, PROJECTION = 0, 1, 2
+# Kinds of phrase: none, a single word, a head's projection, a bracketed constituent.
+NO_PHRASE, WORD, PROJECTION, CONSTITUENT = 0, 1, 2, 3
 
 
 def _phrase_head(label):
-    """(kind, head position) of a phrase label of a tree whose tags are token positions."""
+    """(kind, head position or label id) of a phrase label of a tree whose tags are
+    token positions and whose bracketed constituents are labelled `<id>C`."""
     if label.endswith("P"):
         return PROJECTION, int(label[:-1])
+    if label.endswith("C"):
+        return CONSTITUENT, int(label[:-1])
     return WORD, int(label)
 
 
-def syntactic_phrase_features(heads, num_levels):
+def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None):
     """Syntactic partitions of a batch and what each phrase's tag is read from, with NumPy.
 
     Args:
         heads: int [B, S] `src_heads` (-1 = no word).
         num_levels: K.
+        starts, ends, labels: None to derive each phrase structure from
+            `heads`, or int [B, C] `src_const_start`, `src_const_end`,
+            `src_const_label` (bracketed trees over the words of `heads`).
 
     Returns:
         `(phrase_ids, tag_heads, tag_kinds)`, int32 [B, K, S] each: each
         token's phrase per level (-1 = none); in slot p of level k, the
-        position of phrase p's head token (-1 for none) and its kind
-        (`NO_PHRASE`, `WORD` or `PROJECTION`).
+        position of phrase p's head token (-1 for none), or a bracketed
+        constituent's label id, and its kind (`NO_PHRASE`, `WORD`,
+        `PROJECTION` or `CONSTITUENT`).
     """
     heads = np.asarray(heads)
+    label_ids = labels
     batch, length = heads.shape
     phrase_ids = np.full((batch, num_levels, length), phrase_partitions.PAD_PHRASE_ID, np.int32)
     tag_heads = np.full((batch, num_levels, length), -1, np.int32)
@@ -126,9 +141,14 @@ def syntactic_phrase_features(heads, num_levels):
             continue
         # Token positions as tags make every phrase label name its head token.
         positions = [str(t) for t in range(n)]
-        tree = DependencyTree.from_heads(positions, heads[row, :n], upos=positions)
-        partitions = phrase_partitions.syntactic_partitions(
-            phrase_structure_from_dependencies(tree), num_levels)
+        if starts is None:
+            tree = DependencyTree.from_heads(positions, heads[row, :n], upos=positions)
+            phrases = phrase_structure_from_dependencies(tree)
+        else:
+            phrases = tree_from_constituent_features(
+                starts[row], ends[row], [f"{label}C" for label in label_ids[row]], n,
+                tags=positions)
+        partitions = phrase_partitions.syntactic_partitions(phrases, num_levels)
         phrase_ids[row, :, :n] = partitions.phrase_ids
         for level, labels in enumerate(partitions.phrase_labels):
             kinds, positions = zip(*map(_phrase_head, labels))
@@ -145,9 +165,12 @@ def phrase_tags(tag_heads, tag_kinds, upos, upos_size):
         upos: int [B, S] `src_upos` ids.
         upos_size: V_upos.
     """
-    head_tags = tf.gather(tf.cast(upos, tf.int32), tf.maximum(tag_heads, 0), batch_dims=1)
+    tag_heads = tf.cast(tag_heads, tf.int32)
+    words = tf.where(tag_kinds == CONSTITUENT, 0, tf.maximum(tag_heads, 0))
+    head_tags = tf.gather(tf.cast(upos, tf.int32), words, batch_dims=1)
     return tf.where(tag_kinds == WORD, head_tags,
-                    tf.where(tag_kinds == PROJECTION, head_tags + upos_size, 0))
+                    tf.where(tag_kinds == PROJECTION, head_tags + upos_size,
+                             tf.where(tag_kinds == CONSTITUENT, tag_heads + upos_size, 0)))
 
 
 @registry.register_model("mgsa")
@@ -162,8 +185,10 @@ class MultiGranularitySelfAttention(Transformer):
         super().__init__(hparams, vocab_sizes, **kwargs)
         self.tag_classifier = None
         if self.uses_tags:
+            phrase_labels = (self.vocab_size("const") if self.bracketed
+                             else self.vocab_size("upos"))
             self.tag_classifier = keras.layers.Dense(
-                2 * self.vocab_size("upos"), name="phrase_tag_classifier")
+                self.vocab_size("upos") + phrase_labels, name="phrase_tag_classifier")
             self.tag_classifier.build((None, None, None, self.hparams.hidden_size))
 
     def _configure(self, hparams):
@@ -173,6 +198,12 @@ class MultiGranularitySelfAttention(Transformer):
             raise HParamsError(f"mgsa_partition={self.partition!r}: expected one of "
                                f"{', '.join(PARTITIONS)}")
         syntactic = self.partition == "syntactic"
+        # Runs saved before bracketed trees existed have no phrase_structure.
+        structure = hparams.get("phrase_structure", "dependency")
+        if structure not in PHRASE_STRUCTURES:
+            raise HParamsError(f"phrase_structure={structure!r}: expected one of "
+                               f"{', '.join(PHRASE_STRUCTURES)}")
+        self.bracketed = syntactic and structure == "bracketed"
         self.num_granularities = hparams.mgsa_levels if syntactic else len(hparams.mgsa_ngram_sizes)
         if self.num_granularities < 1:
             raise HParamsError("MG-SA needs at least one granularity (mgsa_levels or "
@@ -182,9 +213,11 @@ class MultiGranularitySelfAttention(Transformer):
         self.uses_tags = syntactic and hparams.mgsa_tag_loss_weight > 0
         # Instance attributes: the needed batch keys depend on the partition.
         tree_keys = {"src_heads"} if syntactic else set()
+        if self.bracketed:
+            tree_keys |= set(BRACKET_KEYS)
         tag_keys = {"src_upos"} if self.uses_tags else set()
         self.train_features = frozenset({"inputs", "targets"} | tree_keys | tag_keys)
-        self.decode_features = frozenset({"inputs"} | ({"src_heads"} if syntactic else set()))
+        self.decode_features = frozenset({"inputs"} | tree_keys)
 
     def check_hparams(self):
         super().check_hparams()
@@ -226,7 +259,11 @@ class MultiGranularitySelfAttention(Transformer):
         """The syntactic partitions (and tag sources) as `tf.data` features; None for n-grams."""
         if self.partition != "syntactic":
             return None
-        return DerivedFeatures(("src_heads",), self._derived_keys(), self._derive)
+        return DerivedFeatures(self._tree_keys(), self._derived_keys(), self._derive)
+
+    def _tree_keys(self):
+        """The batch keys the phrase structure is read from."""
+        return ("src_heads",) + (BRACKET_KEYS if self.bracketed else ())
 
     def _derived_keys(self):
         levels = range(1, self.num_granularities + 1)
@@ -236,8 +273,8 @@ class MultiGranularitySelfAttention(Transformer):
             keys += tuple(TAG_KIND_KEY.format(k) for k in levels)
         return keys
 
-    def _derive(self, heads):
-        arrays = syntactic_phrase_features(heads, self.num_granularities)
+    def _derive(self, heads, *brackets):
+        arrays = syntactic_phrase_features(heads, self.num_granularities, *brackets)
         arrays = arrays if self.uses_tags else arrays[:1]
         return tuple(array[:, k] for array in arrays for k in range(self.num_granularities))
 
@@ -254,9 +291,10 @@ class MultiGranularitySelfAttention(Transformer):
             rows = [fit_length(features[key], length, pad) for key, pad in zip(keys, pads)]
             return tuple(tf.stack(rows[i:i + levels], axis=1) for i in range(0, len(rows), levels))
         heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
+        brackets = [tf.cast(features[key], tf.int32) for key in BRACKET_KEYS if self.bracketed]
         arrays = tf.numpy_function(
-            lambda h: syntactic_phrase_features(h, self.num_granularities), [heads],
-            [tf.int32] * 3, stateful=False)
+            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b),
+            [heads] + brackets, [tf.int32] * 3, stateful=False)
         for array in arrays:
             array.set_shape([None, self.num_granularities, None])
         return tuple(arrays)

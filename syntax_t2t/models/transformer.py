@@ -19,7 +19,9 @@ The syntax models subclass this one and override a few hooks:
 heads), `encoder_attention_options` / `source_parents` (further attention
 options per encoder layer: Pascal's parent-scaled heads, SISA's bi-affine
 head), `source_embedding_size` / `embed_source` (factored source
-embeddings), `encoder_layer_class` / `encoder_layer_inputs` (another encoder
+embeddings), `target_embedding_size` / `decoder_states` /
+`decoder_step_states` (decoder inputs of one's own: NSD's target
+distances), `encoder_layer_class` / `encoder_layer_inputs` (another encoder
 block and the batch-derived inputs it takes: MG-SA's phrase partitions),
 `compute_losses`; and the class attributes `train_features`,
 `decode_features` and `prefix_root`.
@@ -103,7 +105,7 @@ class Transformer(keras.Model):
         self.source_embedding = TokenEmbedding(
             self.vocab_size("inputs"), self.source_embedding_size(), name="source_embedding")
         self.target_embedding = TokenEmbedding(
-            self.vocab_size("targets"), hidden, name="target_embedding")
+            self.vocab_size("targets"), self.target_embedding_size(), name="target_embedding")
         self.softmax_embedding = (
             self.target_embedding if hp.shared_embedding_and_softmax_weights
             else TokenEmbedding(self.vocab_size("targets"), hidden, scale=False, name="softmax"))
@@ -263,6 +265,10 @@ class Transformer(keras.Model):
         """Width of the source token embedding (the model width here)."""
         return self.hparams.hidden_size
 
+    def target_embedding_size(self):
+        """Width of the target token embedding (the model width here)."""
+        return self.hparams.hidden_size
+
     def embed_source(self, features, source_ids, training):
         """The encoder's input [B, S', D]: token embeddings, positions, dropout."""
         return self._embed(self.source_embedding, source_ids, 0, training)
@@ -351,23 +357,32 @@ class Transformer(keras.Model):
 
     def decode(self, targets, encoded, training=False):
         """Teacher-forced decoder: logits float32 [B, T, V] for `targets` [B, T]."""
-        decoder_ids = shift_right(targets)
-        x = self._embed(self.target_embedding, decoder_ids, 0, training)
-        length = tf.shape(decoder_ids)[1]
+        x = self._embed(self.target_embedding, shift_right(targets), 0, training)
+        return self.output_logits(self.decoder_states(x, encoded, training=training))
+
+    def decoder_states(self, x, encoded, training=False):
+        """Teacher-forced decoder outputs [B, T, D] (final layer norm applied).
+
+        Args:
+            x: the decoder's input [B, T, D] (embedded, shifted-right targets).
+            encoded: from `encode`.
+            training: applies dropout.
+        """
+        length = tf.shape(x)[1]
         causal = masks.causal_mask(length)
         memory_mask = encoded["padding_mask"][:, None, :]
         labels = self._target_labels(length, length, 0)
         for layer in self.decoder_layers:
             x, _ = layer(x, encoded["outputs"], self_attention_mask=causal,
                          memory_mask=memory_mask, labels=labels, training=training)
-        return self.output_logits(self.decoder_norm(x))
+        return self.decoder_norm(x)
 
     def decoder_memory(self, encoded):
         """What every decoding step reads but never changes (tile it per beam once).
 
         Returns:
             dict with `"padding_mask"` bool [B, S'] and `"cross_attention"`, a
-            list of [B, 2, S', H, d] keys and values per decoder layer.
+            list of (keys, values) pairs of [B, S', H, d] per decoder layer.
         """
         return {"padding_mask": encoded["padding_mask"],
                 "cross_attention": [layer.memory_cache(encoded["outputs"])
@@ -401,6 +416,21 @@ class Transformer(keras.Model):
         """
         ids = tf.cast(ids, tf.int32)[:, None]
         x = self._embed(self.target_embedding, ids, step, training)
+        states, cache = self.decoder_step_states(x, step, cache, memory, training=training)
+        return self.output_logits(states)[:, 0], cache
+
+    def decoder_step_states(self, x, step, cache, memory, training=False):
+        """One incremental decoder step on an embedded input.
+
+        Args:
+            x: the decoder's input [B, 1, D] at position `step`.
+            step, cache, memory, training: as in `decode_step`.
+
+        Returns:
+            `(states [B, 1, D], cache)`: the decoder output (final layer norm
+            applied) and the cache with this step's keys and values written;
+            other cache entries (a subclass's) are passed through.
+        """
         max_length = tf.shape(cache["self_attention"][0])[2]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
@@ -413,8 +443,7 @@ class Transformer(keras.Model):
                                cache_update_index=step, memory_cache=memory_cache,
                                training=training)
             new_caches.append(details["self_attention_cache"])
-        logits = self.output_logits(self.decoder_norm(x))[:, 0]
-        return logits, {"self_attention": new_caches}
+        return self.decoder_norm(x), dict(cache, self_attention=new_caches)
 
     # ------------------------------------------------------ training interface
 

@@ -12,6 +12,7 @@ registry.register_model("stand_in_parser")(stand_in.StandInParser)
 
 @registry.register_problem
 class StandInPlainText(SyntheticSyntaxReorder):
-    """The synthetic language pair as plain parallel text (no source trees)."""
+    """The synthetic language pair as plain parallel text (no trees on either side)."""
 
     has_source_trees = False
+    has_target_trees = False
