@@ -246,6 +246,12 @@ def test_precomputed_memory_equals_memory(rng):
     direct, _ = layer(query, memory, attention_mask=mask)
     cached, _ = layer(query, attention_mask=mask, cache=layer.keys_and_values(memory))
     np.testing.assert_allclose(cached, direct, rtol=1e-6, atol=1e-6)
+    # The same memory as a (keys, values) pair, as decoder layers cache it.
+    keys_values = layer.keys_and_values(memory)
+    split, _ = layer(query, attention_mask=mask, cache=(keys_values[:, 0], keys_values[:, 1]))
+    np.testing.assert_allclose(split, direct, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="cannot be updated"):
+        layer(query, cache=(keys_values[:, 0], keys_values[:, 1]), cache_update_index=0)
 
 
 # ---------------------------------------------------------------------------

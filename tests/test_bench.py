@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import registry
-from syntax_t2t.benchmarks import flops, report
+from syntax_t2t.benchmarks import flops, measure, report, training_throughput
 from syntax_t2t.hparams import HParams
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +51,11 @@ def _summary(values):
             "spread": (values[-1] - values[0]) / median}
 
 
-def _case(model, ratio, relative=False, thesis=True):
+def _case(model, ratio, relative=False, thesis=True, hparams_set=None, cpu_ratio=None):
     return {"model": model, "relative": relative, "thesis_variant": thesis,
+            "hparams_set": hparams_set,
+            "cpu_time": None if cpu_ratio is None else _summary([0.2 * cpu_ratio]),
+            "cpu_ratio": None if cpu_ratio is None else _summary([cpu_ratio]),
             "baseline": "transformer+relative" if relative else "transformer",
             "step_time": _summary([0.1 * ratio]), "tokens_per_second": 100.0 / ratio,
             "ratio": _summary([ratio]), "peak_memory_mib": 12.0, "parameters": 1000}
@@ -67,9 +70,10 @@ def _synthetic_results():
                      "warmup_steps": 2, "batch_tokens": 128},
         "training": {"cases": {
             "transformer": _case("transformer", 1.0, thesis=False),
-            "tree_distance": _case("tree_distance", 1.05),
+            "tree_distance": _case("tree_distance", 1.05, cpu_ratio=1.02),
             "dep_parse+relative": _case("dep_parse", 1.30, relative=True),
             "pascal": _case("pascal", 2.0, thesis=False),
+            "tree2seq": _case("tree2seq", 3.0, thesis=False, hparams_set="tree2seq_tiny"),
         }, "skipped": {}},
         "torch_peer": {"torch": _summary([0.2]), "ours": _summary([0.1]),
                        "speed_ratio": _summary([0.8, 0.9, 1.2]), "our_parameters": 1000,
@@ -81,14 +85,23 @@ def _synthetic_results():
                          "tokens_per_second": 33.0},
             "speedup": _summary([6.0]), "identical_outputs": 1.0, "output_tokens": 50,
             "sentences": 4}},
+        "scaling": {"64": {"sentences": 2, "cases": {
+            "transformer": _case("transformer", 1.0, thesis=False),
+            "tree_distance": _case("tree_distance", 1.2)},
+            # 0.012 s of tree_distance's 0.12 s step.
+            "label_seconds": {"tree_distance": _summary([0.012])}}},
     }
 
 
 def test_targets_hold_or_miss_by_their_bounds():
     targets = {target.name: target for target in report.evaluate_targets(_synthetic_results())}
-    # Only the thesis variants get the step-time target (pascal is not one).
-    assert not any("pascal" in name for name in targets)
+    # Only the thesis variants get the step-time target (pascal and tree2seq,
+    # another architecture with its own hparams set, are not).
+    assert not any("pascal" in name or "tree2seq" in name for name in targets)
     assert targets["step time tree_distance / transformer"].holds
+    # The CPU-time ratio is shown beside the wall-clock verdict.
+    assert targets["step time tree_distance / transformer"].describe() == (
+        "step time tree_distance / transformer: 1.05 <= 1.10  holds (CPU-time ratio 1.02)")
     relative = targets["step time dep_parse+relative / transformer+relative"]
     assert not relative.holds and relative.measured == pytest.approx(1.30)
     # The peer's median ratio is 0.9: ours is slower, the target is missed.
@@ -108,12 +121,63 @@ def test_target_bounds_are_inclusive():
 def test_table_lists_every_case_and_target(tmp_path):
     results = _synthetic_results()
     table = report.format_table(results)
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines()
+            if line.startswith("| ") and "|" in line[2:]}
     for label in results["training"]["cases"]:
-        assert f"| {label} |" in table
+        assert label in rows or f"{label} *" in rows or f"{label} †" in rows, label
+    # Thesis variants are marked as under the target, tree2seq as another
+    # architecture whose own set is named and whose ratio is not a target.
+    assert "tree_distance *" in rows and "pascal" in rows
+    assert "| tree2seq_tiny |" in rows["tree2seq †"]
+    (line,) = [line for line in table.splitlines() if "not a target" in line]
+    assert "tree2seq" in line and "3.00" in line and "MISSED" not in line
     assert "MISSED" in table and "holds" in table
+    # The scaling row: step times with ratios, then the labels' time and share.
+    (row,) = [line for line in table.splitlines() if line.startswith("| 64 |")]
+    assert row == "| 64 | 2 | 100 (×1.00), 12 MiB | 120 (×1.20), 12 MiB | 12.0, 10% |"
     report.write_json(results, tmp_path / "bench.json")
     written = json.loads((tmp_path / "bench.json").read_text())
     assert [target["holds"] for target in written["targets"]] == [True, False, False, True]
+
+
+def test_interleaved_runs_every_runner_once_per_round_in_shuffled_orders():
+    calls = []
+
+    def runner(name):
+        return lambda: calls.append(name) or float(len(calls))
+
+    names = [f"r{index}" for index in range(6)]
+    timings = measure.interleaved({name: runner(name) for name in names}, 5, shuffle_seed=3)
+    rounds = [calls[index:index + 6] for index in range(0, 30, 6)]
+    assert all(sorted(order) == names for order in rounds)
+    assert len({tuple(order) for order in rounds}) > 1, "every round ran in the same order"
+    # Each runner's value in round r is what its call in round r returned.
+    for name in names:
+        assert timings[name] == [float(6 * r + rounds[r].index(name) + 1) for r in range(5)]
+    calls.clear()
+    measure.interleaved({name: runner(name) for name in names}, 2, shuffle_seed=None)
+    assert calls == names + names
+
+
+def test_own_hparams_sets_follow_the_size_of_the_run_set():
+    registry.import_all()
+    assert training_throughput.own_hparams_sets("transformer_tiny") == {"tree2seq": "tree2seq_tiny"}
+    assert training_throughput.own_hparams_sets("transformer_small") == {
+        "tree2seq": "tree2seq_small"}
+    # No size in the name: the family's base set.
+    assert training_throughput.own_hparams_sets("transformer_relative") == {
+        "tree2seq": "tree2seq_base"}
+    cases = {case.label: case for case in training_throughput.default_cases(
+        ["tree2seq", "tree_distance"], {"tree2seq": "tree2seq_tiny"})}
+    assert set(cases) == {"transformer", "tree2seq", "tree_distance", "transformer+relative",
+                          "tree_distance+relative"}
+    assert cases["tree2seq"].hparams_set == "tree2seq_tiny"
+    assert not cases["tree2seq"].thesis_variant and cases["tree_distance"].thesis_variant
+    # The case's own set replaces the run's; others start from the run's.
+    base = registry.hparams("transformer_tiny")
+    assert cases["tree2seq"].hparams(base).values() == registry.hparams(
+        "tree2seq_tiny").values()
+    assert cases["tree_distance+relative"].hparams(base).max_relative_position == 20
 
 
 @pytest.mark.slow
@@ -132,3 +196,9 @@ def test_bench_quick_run_reports_every_model(tmp_path):
     reported = set(results["training"]["cases"]) | set(results["training"]["skipped"])
     assert set(registry.models.names()) <= reported
     assert results["targets"], "the report evaluates no target"
+    # tree2seq is timed with its own set, not skipped for lacking the transformer's.
+    assert results["training"]["cases"]["tree2seq"]["hparams_set"] == "tree2seq_tiny"
+    # Both frameworks get the same threads; the load is on record.
+    threads = results["threads"]
+    assert threads["tensorflow"]["intra_op"] == threads["torch"]["intra_op"] == threads["requested"]
+    assert len(results["run"]["load_average"]["start"]) == 3

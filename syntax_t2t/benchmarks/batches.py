@@ -13,8 +13,10 @@ import tempfile
 
 import numpy as np
 
-from problems.synthetic import SyntheticSyntaxReorder, sample_tree, translate
+from problems.synthetic import SyntheticSyntaxReorder, sample_tree, target_tree, translate
+from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEYS
 from syntax_t2t.decoding.decoder import pad_batch
+from syntax_t2t.problem import TreeTokens
 
 # Enough sentences to see every word of the synthetic lexicon.
 _VOCABULARY_SENTENCES = 2000
@@ -57,15 +59,25 @@ class SyntheticBatches:
         examples = []
         for _ in range(num_sentences):
             tree = sample_tree(rng, self.problem.lexicon, length - 1, root_punct_probability=0.0)
-            examples.append(self.problem.encode((tree, translate(tree, self.problem.lexicon))))
+            examples.append(self.problem.encode((tree, self._target(tree))))
         batch = pad_batch(examples, self.feature_keys)
         return {key: _pad_to(values, length, key) for key, values in batch.items()}
 
+    def _target(self, tree):
+        # As the problem's own samples: with its tree when it has target trees.
+        if self.problem.has_target_trees:
+            return TreeTokens(target_tree(tree, self.problem.lexicon))
+        return translate(tree, self.problem.lexicon)
+
 
 def _pad_to(values, length, key):
-    """Pads [B, S <= length] on the right as `pad_batch` does (-1 for heads, else 0)."""
-    missing = length - values.shape[1]
-    pad_value = -1 if key == "src_heads" else 0
+    """Pads [B, S <= length] on the right as `pad_batch` does (-1 for heads, else 0).
+
+    Per-constituent features are `CONSTITUENT_LENGTH_FACTOR` times as long.
+    """
+    width = length * (CONSTITUENT_LENGTH_FACTOR if key in CONSTITUENT_KEYS else 1)
+    missing = width - values.shape[1]
+    pad_value = -1 if key in HEADS_KEYS else 0
     return np.pad(values, [(0, 0), (0, missing)], constant_values=pad_value)
 
 

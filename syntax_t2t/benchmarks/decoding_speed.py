@@ -96,7 +96,8 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
 
     Returns:
         `{"beam<k>": {"cached": {...}, "uncached": {...}, "speedup": Summary
-        dict of per-round uncached/cached time ratios, "identical_outputs":
+        dict of per-round uncached/cached time ratios, "cpu_speedup": the
+        same of process CPU times, "identical_outputs":
         share of hypotheses the two agree on}}`, each of "cached" and
         "uncached" with "seconds" (Summary dict), "sentences_per_second" and
         "tokens_per_second".
@@ -117,7 +118,10 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
     outputs = {key: decode(features) for key, decode in decoders.items()}  # compiles
     runners = {key: (lambda decode=decode: measure.timed(lambda: decode(features)["ids"].numpy()))
                for key, decode in decoders.items()}
-    timings = measure.interleaved(runners, repetitions)
+    cpu = {key: [] for key in runners}
+    timings = measure.interleaved(
+        {key: measure.with_cpu_time(runner, cpu[key]) for key, runner in runners.items()},
+        repetitions)
     results = {}
     for beam in beam_sizes:
         entry = {}
@@ -129,6 +133,8 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
         entry["speedup"] = measure.Summary.of(
             [u / c for u, c in zip(timings[(beam, "uncached")], timings[(beam, "cached")])]
         ).as_dict()
+        entry["cpu_speedup"] = measure.Summary.of(
+            [u / c for u, c in zip(cpu[(beam, "uncached")], cpu[(beam, "cached")])]).as_dict()
         cached_ids = outputs[(beam, "cached")]["ids"].numpy()
         uncached_ids = outputs[(beam, "uncached")]["ids"].numpy()
         same = (cached_ids == uncached_ids).all(axis=-1)

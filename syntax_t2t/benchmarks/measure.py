@@ -2,7 +2,11 @@
 
 Interleaving: when several things are compared, each repetition runs every
 one of them once, in turn, so that a slow phase of a shared machine slows
-them all alike instead of the one that happened to run then.
+them all alike instead of the one that happened to run then. Each round
+takes them in a fresh (seeded) random order, so that none always runs
+first or right after the same other one (a fixed order gave `transformer`,
+always first and right after the PyTorch peer, a median step time twice
+its relative-position twin's in a run at load average 8).
 
 Memory on a CPU: TensorFlow allocates outside Python's allocator, so
 `tracemalloc` sees nothing, and `getrusage`'s maximum RSS only ever grows.
@@ -15,6 +19,7 @@ allocator reports the peak directly (`tf.config.experimental`).
 
 import dataclasses
 import os
+import random
 import statistics
 import time
 
@@ -56,22 +61,45 @@ class Summary:
                 "spread": self.spread}
 
 
-def interleaved(runners, repetitions):
+def interleaved(runners, repetitions, shuffle_seed=0):
     """Runs every runner once per repetition, in turn; returns their timings.
 
     Args:
         runners: `{name: callable}`; each call does one timed unit of work
             and returns the seconds it took.
         repetitions: how many rounds.
+        shuffle_seed: seeds the order of each round (a new random
+            permutation per round); None keeps the order of `runners`.
 
     Returns:
-        `{name: [seconds per repetition]}`.
+        `{name: [seconds per repetition]}` (index r = round r).
     """
     timings = {name: [] for name in runners}
+    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
     for _ in range(repetitions):
-        for name, runner in runners.items():
-            timings[name].append(runner())
+        order = list(runners)
+        if rng is not None:
+            rng.shuffle(order)
+        for name in order:
+            timings[name].append(runners[name]())
     return timings
+
+
+def with_cpu_time(runner, record, units=1):
+    """`runner` that also appends the process CPU seconds of each call / `units` to `record`.
+
+    CPU time (all threads of this process) counts the work a step does, not
+    the time it waits for a core that another process holds: on a shared
+    machine its ratios are steadier than wall-clock ones, which remain the
+    measure of record (see docs/performance.md).
+    """
+    def call():
+        start = time.process_time()
+        result = runner()
+        record.append((time.process_time() - start) / units)
+        return result
+
+    return call
 
 
 def timed(function, *args):
@@ -128,6 +156,33 @@ def peak_memory_mib(function):
     before = _status_kib("VmRSS")
     function()
     return max(_status_kib("VmHWM") - before, 0) / 1024
+
+
+def set_threads(threads):
+    """Sizes TensorFlow's intra-op and inter-op thread pools; returns the sizes in effect.
+
+    Must run before TensorFlow executes its first op: afterwards the pools
+    exist and keep their sizes (then the sizes in effect are returned, so
+    the report says what was really used).
+
+    Returns:
+        `{"intra_op": n, "inter_op": n}` (0 = TensorFlow's default, one per core).
+    """
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:
+        pass
+    return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages (other processes share the cores), or None."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def machine_description():

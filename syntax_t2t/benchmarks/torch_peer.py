@@ -5,15 +5,26 @@ widths, heads and layer counts, pre-layer-norm blocks (`norm_first`) with a
 final norm on both stacks, sinusoidal positions, embeddings scaled by
 sqrt(D) and shared with the softmax, dropout, label-smoothed cross-entropy
 over non-padding tokens and Adam. Its train step (forward, backward, update)
-runs eagerly, as PyTorch does by default, on the same CPU threads.
+runs eagerly, as PyTorch does by default, with as many intra-op and inter-op
+threads as TensorFlow has (`set_threads`; the benchmark sizes both).
 """
 
 import math
+import os
 import time
 
-import numpy as np
-import torch
-from torch import nn
+# PyTorch's OpenMP threads spin at every barrier by default (an "active"
+# wait): on a machine whose cores other processes share, a spinning thread
+# holds a core its partner needs, and a `transformer_tiny` peer step took
+# 0.25 to 2.3 s instead of 0.07 to 0.10 s with a passive wait (load 6 on 2
+# cores); the spinning also slowed the TensorFlow steps timed after it.
+# TensorFlow's pool sleeps when idle, so the peer gets a passive wait too.
+# It only takes effect if set before libgomp loads (the first `import torch`).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 PAD_ID = 0
 
@@ -67,6 +78,24 @@ class TorchTransformer(nn.Module):
             tgt_mask=causal, src_key_padding_mask=source_padding,
             memory_key_padding_mask=source_padding, tgt_is_causal=True)
         return outputs @ self.target_embedding.weight.t()
+
+
+def set_threads(threads):
+    """Sizes PyTorch's intra-op and inter-op thread pools; returns the sizes in effect.
+
+    The inter-op pool can only be sized before PyTorch first uses it; later
+    calls keep its size.
+
+    Returns:
+        `{"intra_op": n, "inter_op": n, "omp_wait_policy": the OpenMP wait policy}`.
+    """
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:
+        pass
+    return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
 
 
 class TorchTrainStep:

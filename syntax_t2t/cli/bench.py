@@ -13,10 +13,12 @@ against float32 without XLA. `--quick` shrinks everything to a CI-sized run.
 See docs/performance.md.
 """
 
+import contextlib
 import datetime
 import os
 import shlex
 import sys
+import time
 
 from absl import flags, logging
 
@@ -45,13 +47,19 @@ flags.DEFINE_integer("length", 32, "Padded source and target length of the train
 flags.DEFINE_integer("batch_tokens", 512, "Tokens per training batch, padding included "
                      "(sentences = batch_tokens // length).", lower_bound=1)
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model.", lower_bound=2)
-flags.DEFINE_integer("repetitions", 5, "Interleaved timed rounds.", lower_bound=1)
+flags.DEFINE_integer("repetitions", 7, "Interleaved timed rounds.", lower_bound=1)
 flags.DEFINE_integer("steps_per_repetition", 2, "Steps per model per round.", lower_bound=1)
 flags.DEFINE_list("scaling_lengths", ["16", "32", "64", "128", "256"],
                   "Source lengths of the cost-growth measurement.")
-flags.DEFINE_integer("decode_sentences", 4, "Sentences per decoding batch.", lower_bound=1)
+flags.DEFINE_integer("decode_sentences", 32, "Sentences per decoding batch (32 is bin/decode's "
+                     "default batch_size).", lower_bound=1)
 flags.DEFINE_integer("decode_output_tokens", 50, "Output tokens per decoded sentence.",
                      lower_bound=2)
+flags.DEFINE_integer("threads", 0, "Intra-op and inter-op threads of TensorFlow and of the "
+                     "PyTorch peer alike (0 = one per core).", lower_bound=0)
+flags.DEFINE_list("model_hparams_sets", [], "model:set pairs: models of another architecture "
+                  "timed with a set of their own (default: tree2seq with tree2seq_<size>, the "
+                  "size that of --hparams_set).")
 flags.DEFINE_integer("matmul_size", 1024, "Side of the square matmul timed for the peak rate.",
                      lower_bound=16)
 if "mixed_precision" not in FLAGS:
@@ -90,14 +98,51 @@ def _check_flags():
     return lengths
 
 
+def _model_hparams_sets():
+    """`{model: set}` of the models timed with their own hparams set."""
+    sets = training_throughput.own_hparams_sets(FLAGS.hparams_set or DEFAULT_HPARAMS_SET)
+    for pair in FLAGS.model_hparams_sets:
+        model, separator, name = pair.partition(":")
+        if not separator or not model or not name:
+            raise common.UsageError(f"--model_hparams_sets: expected model:set, got {pair!r}")
+        registry.model(model)  # a RegistryError names the registered ones
+        registry.hparams_sets.get(name)
+        if model == training_throughput.BASELINE:
+            raise common.UsageError(f"--model_hparams_sets: {model} is the baseline and always "
+                                    f"uses --hparams_set")
+        sets[model] = name
+    return sets
+
+
+def _threads():
+    """Gives TensorFlow and the PyTorch peer the same thread pools; returns their sizes."""
+    threads = FLAGS.threads or os.cpu_count() or 1
+    sizes = {"requested": threads, "tensorflow": measure.set_threads(threads),
+             "torch": torch_peer.set_threads(threads)}
+    if sizes["tensorflow"]["intra_op"] != threads:
+        logging.warning("TensorFlow's thread pools were already created: %s", sizes["tensorflow"])
+    return sizes
+
+
+@contextlib.contextmanager
+def _part(results, name):
+    """Records a part's wall time and the load average after it in `results["run"]`."""
+    print(f"{name} (load average {measure.load_average()})", flush=True)
+    start = time.perf_counter()
+    yield
+    run = results["run"]
+    run["part_seconds"][name] = time.perf_counter() - start
+    run["load_average"][name] = measure.load_average()
+
+
 def _hparams():
     hparams = registry.hparams(FLAGS.hparams_set or DEFAULT_HPARAMS_SET)
     hparams.parse(FLAGS.hparams)
     return hparams
 
 
-def _training(synthetic, hparams, batch, settings, seed, torch_enabled):
-    cases = training_throughput.default_cases(FLAGS.models or None)
+def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_sets):
+    cases = training_throughput.default_cases(FLAGS.models or None, hparams_sets)
     if not _setting("relative"):
         cases = [case for case in cases if not case.relative]
     extra = {}
@@ -122,6 +167,10 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled):
             # Per round, so that a slow phase of the machine cancels out.
             "speed_ratio": measure.Summary.of(
                 [t / o for t, o in zip(torch_times, our_times)]).as_dict(),
+            "torch_cpu": measure.Summary.of(measured["cpu"]["torch"]).as_dict(),
+            "cpu_speed_ratio": measure.Summary.of(
+                [t / o for t, o in zip(measured["cpu"]["torch"],
+                                       measured["cpu"][training_throughput.BASELINE])]).as_dict(),
             "our_parameters": our_case["parameters"],
             "torch_parameters": peer.parameter_count(),
         }
@@ -131,7 +180,10 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled):
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    start = time.perf_counter()
+    threads = _threads()
     lengths = _check_flags()
+    hparams_sets = _model_hparams_sets()
     hparams = _hparams()
     seed = FLAGS.random_seed if FLAGS.random_seed is not None else 0
     settings = {name: _setting(name) for name in
@@ -146,62 +198,72 @@ def main(argv):
         "command": " ".join(shlex.quote(arg) for arg in sys.argv),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": measure.machine_description(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
         "memory_method": measure.memory_method(),
         "settings": dict(settings, hparams_set=FLAGS.hparams_set or DEFAULT_HPARAMS_SET,
                          hparams=FLAGS.hparams, sentences=sentences, precision="float32",
-                         xla=False, quick=FLAGS.quick, scaling_lengths=lengths),
+                         xla=False, quick=FLAGS.quick, scaling_lengths=lengths,
+                         model_hparams_sets=hparams_sets),
+        # Other processes share the cores: the load says how noisy the figures are.
+        "run": {"part_seconds": {}, "load_average": {"start": measure.load_average()}},
     }
 
-    print(f"training: {len(registry.models.names())} registered models, batch {sentences} x "
-          f"{length}", flush=True)
-    measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
-                                        "torch" not in FLAGS.skip)
+    print(f"{len(registry.models.names())} registered models, batch {sentences} x {length}, "
+          f"threads {threads}", flush=True)
+    with _part(results, "training"):
+        measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
+                                            "torch" not in FLAGS.skip, hparams_sets)
     results["training"] = {"cases": measured["cases"], "skipped": measured["skipped"]}
     if torch_results:
         results["torch_peer"] = torch_results
 
-    peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
+    with _part(results, "peak matmul rate"):
+        peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
     step_flops = flops.training_step_flops(hparams, synthetic.vocab_sizes["targets"], sentences,
                                            length, length)
+    # The analytic count is `transformer`'s: not meaningful for another architecture.
     results["efficiency"] = {
         "step_flops": step_flops, "peak_flops": peak, "matmul_size": settings["matmul_size"],
         "mfu": {label: flops.model_flops_utilisation(step_flops, case["step_time"]["median"],
                                                      peak)
-                for label, case in measured["cases"].items()}}
+                for label, case in measured["cases"].items() if case["hparams_set"] is None}}
 
     if "scaling" not in FLAGS.skip:
-        print(f"scaling: lengths {lengths}", flush=True)
-        tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
-        results["scaling"] = scaling.measure_scaling(
-            synthetic, hparams, lengths, settings["batch_tokens"], models=tree_models,
-            repetitions=max(1, settings["repetitions"] - 2), seed=seed)
+        with _part(results, "scaling"):
+            tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
+            results["scaling"] = scaling.measure_scaling(
+                synthetic, hparams, lengths, settings["batch_tokens"], models=tree_models,
+                repetitions=max(1, settings["repetitions"] - 2), seed=seed,
+                steps=measured["steps"])
 
     if "decoding" not in FLAGS.skip:
-        print("decoding", flush=True)
-        output_tokens = settings["decode_output_tokens"]
-        model = training_throughput.TrainStep(
-            training_throughput.BASELINE, hparams, synthetic.vocab_sizes, batch, seed=seed).model
-        source_length = max(2, output_tokens // 2)
-        results["decoding"] = decoding_speed.measure_decoding(
-            model, synthetic.batch(source_length, settings["decode_sentences"]), output_tokens,
-            repetitions=max(2, settings["repetitions"] - 2))
+        with _part(results, "decoding"):
+            output_tokens = settings["decode_output_tokens"]
+            model = measured["steps"][training_throughput.BASELINE].model
+            source_length = max(2, output_tokens // 2)
+            results["decoding"] = decoding_speed.measure_decoding(
+                model, synthetic.batch(source_length, settings["decode_sentences"]),
+                output_tokens, repetitions=max(2, settings["repetitions"] - 2))
 
     policy_name = precision.resolve_precision(FLAGS.mixed_precision)
     jit_compile = precision.resolve_xla(FLAGS.xla)
     if "precision" not in FLAGS.skip and (policy_name != "float32" or jit_compile):
-        print(f"precision: {policy_name}, XLA {jit_compile}", flush=True)
-        compared = {"float32": ("float32", False)}
-        if policy_name != "float32":
-            compared[policy_name] = (policy_name, False)
-        if jit_compile:
-            compared["float32 + XLA"] = ("float32", True)
+        with _part(results, "precision"):
+            compared = {"float32": ("float32", False)}
             if policy_name != "float32":
-                compared[f"{policy_name} + XLA"] = (policy_name, True)
-        results["precision"] = training_throughput.measure_settings(
-            compared, hparams, synthetic.vocab_sizes, batch,
-            warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
-            steps_per_repetition=settings["steps_per_repetition"], seed=seed)
+                compared[policy_name] = (policy_name, False)
+            if jit_compile:
+                compared["float32 + XLA"] = ("float32", True)
+                if policy_name != "float32":
+                    compared[f"{policy_name} + XLA"] = (policy_name, True)
+            results["precision"] = training_throughput.measure_settings(
+                compared, hparams, synthetic.vocab_sizes, batch,
+                warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
+                steps_per_repetition=settings["steps_per_repetition"], seed=seed)
 
+    results["run"]["seconds"] = time.perf_counter() - start
+    results["run"]["load_average"]["end"] = measure.load_average()
     output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
     os.makedirs(output_dir, exist_ok=True)
     table = report.format_table(results)

@@ -348,7 +348,10 @@ class MultiHeadAttention(keras.layers.Layer):
                 the keys and values of `query` are written into it at that
                 position (incremental self-attention, Sk = maximum length);
                 without, it replaces the projection of `memory`
-                (precomputed encoder-decoder attention).
+                (precomputed encoder-decoder attention); such a memory
+                cache may also be a `(keys, values)` pair of [B, Sk, H, d]
+                (`DecoderLayer.memory_cache`), which spares decoding the
+                copies of slicing a stacked one at every step.
             cache_update_index: int32 scalar, position of the first query.
             return_probs: also return the probabilities of every head.
             training: applies attention dropout and parent ignoring.
@@ -373,19 +376,27 @@ class MultiHeadAttention(keras.layers.Layer):
         queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
         queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
 
-        if cache is not None and cache_update_index is None:
-            keys_values = tf.cast(cache, self.compute_dtype)
+        if isinstance(cache, (tuple, list)):
+            if cache_update_index is not None:
+                raise ValueError(f"attention layer {self.name!r}: a (keys, values) cache is a "
+                                 "precomputed memory and cannot be updated")
+            keys, values = (tf.cast(part, self.compute_dtype) for part in cache)
+            details["cache"] = cache
         else:
-            keys_values = self.keys_and_values(query if memory is None else memory, spec_inputs)
+            if cache is not None and cache_update_index is None:
+                keys_values = tf.cast(cache, self.compute_dtype)
+            else:
+                keys_values = self.keys_and_values(query if memory is None else memory,
+                                                   spec_inputs)
+                if cache is not None:
+                    start = [0, 0, cache_update_index, 0, 0]
+                    keys_values = keras.ops.slice_update(
+                        tf.cast(cache, self.compute_dtype), start, keys_values)
+            if self.phrase_heads:
+                keys_values = self._phrase_keys_and_values(keys_values, phrase_memory)
             if cache is not None:
-                start = [0, 0, cache_update_index, 0, 0]
-                keys_values = keras.ops.slice_update(
-                    tf.cast(cache, self.compute_dtype), start, keys_values)
-        if self.phrase_heads:
-            keys_values = self._phrase_keys_and_values(keys_values, phrase_memory)
-        if cache is not None:
-            details["cache"] = keys_values
-        keys, values = keys_values[:, 0], keys_values[:, 1]
+                details["cache"] = keys_values
+            keys, values = keys_values[:, 0], keys_values[:, 1]
 
         logits = tf.cast(tf.einsum("bqhd,bkhd->bhqk", queries, keys), tf.float32)
         batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
