@@ -16,7 +16,7 @@ the translation tag to every sentence it is given, so `bin/decode` and
 The parse is a bracketed constituency parse where one is given (a file of
 Penn-style trees per split in `tmp_dir`, named by `constituency_pattern`,
 e.g. `synthetic_syntax_reorder.train.trees`, one tree per source sentence in
-order, read by `syntax_t2t.data.constituency`), and otherwise the bracketed
+order, read by `syntax_t2t.data.bracketed`), and otherwise the bracketed
 dependency linearisation of the source tree; both are described in
 `syntax_t2t.data.linearize`. Words are left out of the parse unless
 `linearization_words` is set.
@@ -36,7 +36,7 @@ from problems.subword import (CzengSyntaxSubword, De2csSyntaxSubword, PudSyntaxD
 from problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.data import linearize
-from syntax_t2t.data.constituency import read_bracketed
+from syntax_t2t.data.bracketed import read_bracketed
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError
 from syntax_t2t.problem import TRAIN, Problem, RawDataError

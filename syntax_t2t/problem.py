@@ -88,8 +88,7 @@ from absl import logging
 from syntax_t2t import io_utils, registry
 from syntax_t2t.data import pipeline, subword_syntax
 from syntax_t2t.data.conllu_reader import format_conllu
-from syntax_t2t.data.constituency import (CONSTITUENCY_COMMENT, bracketed_groups,
-                                          constituent_features, sentence_tree)
+from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, bracketed_groups, constituent_features, sentence_tree)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary

@@ -12,7 +12,8 @@ import tree_strategies
 
 from syntax_t2t.data.binary_tree import RULES, BinaryTree, batch_binary_trees, binarize
 from syntax_t2t.data.conllu_reader import read_conllu
-from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed, phrase_structure_from_dependencies
+from syntax_t2t.data.bracketed import parse_bracketed
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -13,9 +13,8 @@ from problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.data import phrases
 from syntax_t2t.data.conllu_reader import read_conllu
-from syntax_t2t.data.constituency import (CONSTITUENCY_COMMENT, parse_bracketed,
-                                          phrase_structure_from_dependencies,
-                                          tree_from_constituent_features)
+from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, parse_bracketed, tree_from_constituent_features)
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.decoder import pad_batch
 from syntax_t2t.errors import InputError, SkipCounter

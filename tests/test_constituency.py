@@ -1,4 +1,4 @@
-"""Tests for syntax_t2t.data.constituency: Penn trees and dependency-derived phrases."""
+"""Tests for constituency trees: the tree type, Penn bracketed reading, dependency-derived phrases."""
 
 import gzip
 import itertools
@@ -10,17 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_strategies import constituency_trees
 
-from syntax_t2t.data.constituency import (
-    Child,
-    ConstituencyError,
-    ConstituencyTree,
-    is_projective,
-    non_projective_dependents,
-    parse_bracketed,
-    phrase_structure_from_dependencies,
-    projectivize_heads,
-    read_bracketed,
-)
+from syntax_t2t.data.constituency import Child, ConstituencyError, ConstituencyTree
+from syntax_t2t.data.bracketed import parse_bracketed, read_bracketed
+from syntax_t2t.data.dependency_phrases import (is_projective, non_projective_dependents, phrase_structure_from_dependencies, projectivize_heads)
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError, SkipCounter

@@ -12,7 +12,8 @@ from problems.currey_heafield import (PARSE, TASK_TAGS, TRANSLATE,
                                       shuffled, tagged)
 from problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t.data import linearize
-from syntax_t2t.data.constituency import parse_bracketed, phrase_structure_from_dependencies
+from syntax_t2t.data.bracketed import parse_bracketed
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.vocab import EOS_ID
 from syntax_t2t.errors import InputError
 from syntax_t2t.problem import DEV, TEST, TRAIN

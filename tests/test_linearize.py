@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syntax_t2t.data import linearize
-from syntax_t2t.data.constituency import (parse_bracketed, phrase_structure_from_dependencies,
-                                          projectivize_heads)
+from syntax_t2t.data.bracketed import parse_bracketed
+from syntax_t2t.data.dependency_phrases import (phrase_structure_from_dependencies, projectivize_heads)
 from syntax_t2t.data.tree import DependencyTree
 
 MONKEY = "(S (NP (DT The) (NN monkey)) (VP (VBZ eats) (NP (DT a) (NN banana))))"

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.data import syntactic_distance
-from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.syntactic_position import syntactic_position_signal

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_strategies import constituency_trees
 
-from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed, phrase_structure_from_dependencies
+from syntax_t2t.data.bracketed import parse_bracketed
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.phrases import (
     ngram_partition,
     ngram_partitions,

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_strategies import constituency_trees
 
-from syntax_t2t.data.constituency import ConstituencyTree, parse_bracketed
+from syntax_t2t.data.constituency import ConstituencyTree
+from syntax_t2t.data.bracketed import parse_bracketed
 from syntax_t2t.data.syntactic_distance import (
     common_ancestor_counts,
     dependency_distances,

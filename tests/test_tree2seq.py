@@ -15,7 +15,7 @@ from absl.testing import flagsaver
 
 from syntax_t2t import registry
 from syntax_t2t.data.binary_tree import batch_binary_trees, binarize
-from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.length_model import FILE_NAME as LENGTH_MODEL_FILE
 from syntax_t2t.hparams import HParamsError

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from syntax_t2t.data.constituency import NO_HEAD, ConstituencyTree
+from syntax_t2t.data.constituency import ConstituencyTree, NO_HEAD
 
 RULES = ("right", "left", "head")
 INTERMEDIATE_PREFIX = "@"

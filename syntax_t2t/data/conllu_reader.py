@@ -11,7 +11,7 @@ Trees are built over *syntactic words* (lines with an integer ID):
 A `# constituency = (...)` comment (stanza's CoNLL-U output) is the
 sentence's bracketed constituency tree: it is checked here (brackets, and
 leaves equal to the syntactic words) so that its errors name its line, and
-kept as a comment (`syntax_t2t.data.constituency.sentence_tree` parses it).
+kept as a comment (`syntax_t2t.data.bracketed.sentence_tree` parses it).
 
 The file is split into sentence blocks here, counting lines, so that every
 error names the line of the offending token; the `conllu` package supplies the
@@ -30,7 +30,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
 from syntax_t2t import io_utils
-from syntax_t2t.data.constituency import CONSTITUENCY_COMMENT, sentence_tree
+from syntax_t2t.data.bracketed import CONSTITUENCY_COMMENT, sentence_tree
 from syntax_t2t.data.tree import DependencyTree, TreeError
 from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
 

@@ -54,7 +54,7 @@ HEADS_KEY = "src_heads"
 HEADS_KEYS = ("src_heads", "tgt_heads")
 HEADS_PADDING = -1
 # Per-constituent features (bracketed source trees): a tree of n words has at
-# most 2 (n + 1) constituents (`constituency.max_constituents`), so they are
+# most 2 (n + 1) constituents (`bracketed.max_constituents`), so they are
 # padded to twice the batch length.
 CONSTITUENT_KEYS = ("src_const_start", "src_const_end", "src_const_label")
 CONSTITUENT_LENGTH_FACTOR = 2

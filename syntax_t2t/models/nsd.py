@@ -51,8 +51,8 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.data import syntactic_distance
-from syntax_t2t.data.constituency import (phrase_structure_from_dependencies,
-                                          tree_from_constituent_features)
+from syntax_t2t.data.bracketed import tree_from_constituent_features
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError

@@ -8,7 +8,7 @@ sequential LSTM's (h, c) of the n words.
 
 Trees. The source trees are dependency trees (`src_heads`); each is turned
 into its phrase structure "every head with its projection"
-(`syntax_t2t.data.constituency.phrase_structure_from_dependencies`: heads
+(`syntax_t2t.data.dependency_phrases.phrase_structure_from_dependencies`: heads
 made projective by lifting, one phrase per token with dependents) and
 binarised by the rule `tree_binarization` of
 `syntax_t2t.data.binary_tree.binarize`, "head" by default: each phrase's
@@ -60,7 +60,7 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.data import binary_tree
-from syntax_t2t.data.constituency import phrase_structure_from_dependencies
+from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree, TreeError
 from syntax_t2t.hparams import HParams, HParamsError
