@@ -73,7 +73,6 @@ a generated data set holds are in its completion record (`data_feature_keys`).
 
 import collections
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
@@ -88,11 +87,12 @@ from absl import logging
 from syntax_t2t import io_utils, registry
 from syntax_t2t.data import pipeline, subword_syntax
 from syntax_t2t.data.conllu_reader import format_conllu
-from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, bracketed_groups, constituent_features, sentence_tree)
+from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
+                                      split_tree_file, with_bracketed_trees)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
-from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
+from syntax_t2t.errors import InputError, SkipCounter
 
 TRAIN, DEV, TEST = "train", "dev", "test"
 SPLITS = (TRAIN, DEV, TEST)
@@ -575,48 +575,11 @@ class Problem:
         """
         if not self.has_source_trees or not tmp_dir:
             return None
-        paths = {}
-        for name_split in SPLITS:
-            name = self.source_trees_pattern.format(problem=self.name, split=name_split)
-            paths[name_split] = next(
-                (os.path.join(tmp_dir, candidate) for candidate in (name, name + ".gz")
-                 if os.path.isfile(os.path.join(tmp_dir, candidate))), None)
-        if all(paths.values()):
-            return paths[split]
-        if any(paths.values()):
-            logging.warning("%s: bracketed source trees are read only when every split has a "
-                            "file; missing %s", self.name,
-                            ", ".join(self.source_trees_pattern.format(problem=self.name, split=x)
-                                      for x, path in paths.items() if path is None))
-        return None
+        return split_tree_file(tmp_dir, self.source_trees_pattern, self.name, SPLITS, split)
 
     def _with_source_trees(self, samples, path, skip):
-        """`samples` whose sources carry the trees of `path` as `# constituency` comments.
-
-        Tree k belongs to the k-th sample; a tree that does not fit its
-        sentence is an `InputError` naming the file and line (under
-        `--skip_bad_examples` the pair is skipped; the trees stay aligned).
-        """
-        groups = bracketed_groups(path)
-        line = None
-        for number, (source, target) in enumerate(samples, 1):
-            group = next(groups, None)
-            if group is None:
-                raise InputError(path, None, f"has fewer trees than {self.name} has sentences "
-                                 f"in this split: sentence {number} has none",
-                                 reason="tree count mismatch")
-            line, text = group
-            try:
-                sentence_tree(text, source.tokens, path, line)
-            except InputError as error:
-                raise_or_skip(error, skip)
-                continue
-            comments = {**source.comments, CONSTITUENCY_COMMENT: " ".join(text.split())}
-            yield dataclasses.replace(source, comments=comments), target
-        if next(groups, None) is not None:
-            raise InputError(path, line, f"holds more trees than {self.name} has sentences in "
-                             f"this split (the last sentence's tree is on this line)",
-                             reason="tree count mismatch")
+        """`samples` whose sources carry the trees of `path` (`bracketed.with_bracketed_trees`)."""
+        return with_bracketed_trees(samples, path, skip, f"{self.name} has sentences in this split")
 
     def _generate_vocabularies(self, data_dir, tmp_dir, max_examples, skip) -> dict:
         logging.info("%s: counting the training split for the vocabularies", self.name)

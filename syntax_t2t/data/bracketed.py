@@ -5,16 +5,18 @@ Trees are parsed by `nltk.Tree.fromstring` and converted to `ConstituencyTree`
 (`data/constituency.py`); every error names the file (or source) and line.
 """
 
+import dataclasses
 import os
 import re
-from typing import Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import nltk
 import numpy as np
+from absl import logging
 
 from syntax_t2t import io_utils
 from syntax_t2t.data.constituency import ConstituencyError, ConstituencyTree
-from syntax_t2t.data.tree import UNKNOWN
+from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
 
 PathLike = Union[str, os.PathLike]
@@ -210,3 +212,56 @@ def tree_from_constituent_features(starts, ends, labels, num_tokens: int,
     spans = np.stack([starts[kept] - 1, ends[kept]], axis=1).astype(np.int64)
     return ConstituencyTree(tokens=(UNKNOWN,) * num_tokens, spans=spans,
                             labels=tuple(labels[k] for k in kept), tags=tags)
+
+
+def split_tree_file(directory: str, pattern: str, problem: str, splits: Sequence[str],
+                    split: str) -> Optional[str]:
+    """The file of bracketed trees of `split` in `directory` (plain or `.gz`), or None.
+
+    `pattern` is formatted with `problem` and a split name. Only when every
+    split has a file; a partial set is logged and ignored.
+    """
+    paths = {}
+    for name_split in splits:
+        name = pattern.format(problem=problem, split=name_split)
+        paths[name_split] = next(
+            (os.path.join(directory, candidate) for candidate in (name, name + ".gz")
+             if os.path.isfile(os.path.join(directory, candidate))), None)
+    if all(paths.values()):
+        return paths[split]
+    if any(paths.values()):
+        logging.warning("%s: bracketed source trees are read only when every split has a "
+                        "file; missing %s", problem,
+                        ", ".join(pattern.format(problem=problem, split=x)
+                                  for x, path in paths.items() if path is None))
+    return None
+
+
+def with_bracketed_trees(samples: Iterable[tuple[DependencyTree, object]], path: PathLike,
+                         skip: Optional[SkipCounter], sentences: str):
+    """`samples` whose sources carry the trees of `path` as `# constituency` comments.
+
+    Tree k belongs to the k-th sample; a tree that does not fit its sentence
+    is an `InputError` naming the file and line (under `--skip_bad_examples`
+    the pair is skipped; the trees stay aligned). `sentences` names what the
+    trees are counted against in the errors, e.g. "czeng_syntax has
+    sentences in this split".
+    """
+    groups = bracketed_groups(path)
+    line = None
+    for number, (source, target) in enumerate(samples, 1):
+        group = next(groups, None)
+        if group is None:
+            raise InputError(path, None, f"has fewer trees than {sentences}: sentence {number} "
+                             f"has none", reason="tree count mismatch")
+        line, text = group
+        try:
+            sentence_tree(text, source.tokens, path, line)
+        except InputError as error:
+            raise_or_skip(error, skip)
+            continue
+        comments = {**source.comments, CONSTITUENCY_COMMENT: " ".join(text.split())}
+        yield dataclasses.replace(source, comments=comments), target
+    if next(groups, None) is not None:
+        raise InputError(path, line, f"holds more trees than {sentences} (the last sentence's "
+                         f"tree is on this line)", reason="tree count mismatch")
