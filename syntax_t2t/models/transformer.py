@@ -36,13 +36,14 @@ import keras
 import tensorflow as tf
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import masks, tree_labels
 from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding
 from syntax_t2t.models import losses
+from syntax_t2t.models.hparams_model import HParamsModel
 
 PAD_ID, EOS_ID, ROOT_ID = 0, 1, 3
 POSITION_ENCODINGS = ("sinusoid", "none")
@@ -64,7 +65,7 @@ def shift_right(targets):
 
 
 @registry.register_model("transformer")
-class Transformer(keras.Model):
+class Transformer(HParamsModel):
     """Encoder-decoder Transformer (Vaswani et al. 2017) with T2T's choices.
 
     Args:
@@ -188,16 +189,6 @@ class Transformer(keras.Model):
         self.encoder_norm.build(sequence)
         self.decoder_norm.build(sequence)
         self.built = True
-
-    def get_config(self):
-        return {"name": self.name, "hparams": self.hparams.to_json(),
-                "vocab_sizes": dict(self.vocab_sizes)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        hparams = HParams.from_json(config.pop("hparams"))
-        return cls(hparams, config.pop("vocab_sizes"), **config)
 
     # ----------------------------------------------------------------- hooks
 

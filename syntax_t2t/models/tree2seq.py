@@ -63,10 +63,11 @@ from syntax_t2t.data import binary_tree
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree, TreeError
-from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.blackout import BlackOut
 from syntax_t2t.layers.tree_lstm import BinaryTreeLSTM, BinaryTreeLSTMCell, root_states
 from syntax_t2t.models import losses
+from syntax_t2t.models.hparams_model import HParamsModel
 from syntax_t2t.models.transformer import shift_right
 
 PAD_ID = 0
@@ -156,7 +157,7 @@ def _masked_lstm(cell, inputs, mask):
 
 
 @registry.register_model("tree2seq")
-class Tree2Seq(keras.Model):
+class Tree2Seq(HParamsModel):
     """The tree-to-sequence attentional model (module docstring).
 
     Args:
@@ -253,16 +254,6 @@ class Tree2Seq(keras.Model):
         self.attention_output.build((None, 2 * hidden))
         self.output_layer.build((None, hidden))
         self.built = True
-
-    def get_config(self):
-        return {"name": self.name, "hparams": self.hparams.to_json(),
-                "vocab_sizes": dict(self.vocab_sizes)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        hparams = HParams.from_json(config.pop("hparams"))
-        return cls(hparams, config.pop("vocab_sizes"), **config)
 
     def parse_head(self, layer_index):
         """No encoder layer has a parse head (the decoding CLI asks)."""

@@ -1,0 +1,23 @@
+"""The Keras config of models built from `(hparams, vocab_sizes)`."""
+
+import keras
+
+from syntax_t2t.hparams import HParams
+
+
+class HParamsModel(keras.Model):
+    """A `keras.Model` whose constructor takes `(hparams, vocab_sizes, **kwargs)`.
+
+    `get_config` stores the hparams as JSON, so `from_config(get_config())`
+    rebuilds the same model class with the same hparams and vocabularies.
+    """
+
+    def get_config(self):
+        return {"name": self.name, "hparams": self.hparams.to_json(),
+                "vocab_sizes": dict(self.vocab_sizes)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        hparams = HParams.from_json(config.pop("hparams"))
+        return cls(hparams, config.pop("vocab_sizes"), **config)
