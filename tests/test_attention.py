@@ -86,15 +86,43 @@ def randomize(layer, rng):
 # The label-bias kernels.
 
 
-def test_label_logits_equal_per_pair_dot_products(rng):
+@pytest.mark.parametrize("num_labels", [3, 40])
+@pytest.mark.parametrize("static_shapes", [True, False])
+def test_label_logits_equal_per_pair_dot_products(rng, num_labels, static_shapes):
     queries = rng.normal(size=(B, S, H, D_K)).astype("float32")
-    table = rng.normal(size=(7, D_K)).astype("float32")
-    labels = rng.integers(0, 7, (B, S, S + 2))
-    got = label_bias.label_logits(queries, table, labels).numpy()
+    table = rng.normal(size=(num_labels, D_K)).astype("float32")
+    labels = rng.integers(0, num_labels, (B, S, S + 2)).astype("int32")
+    if static_shapes:
+        got = label_bias.label_logits(queries, table, labels).numpy()
+    else:  # shapes unknown when traced, as in a train step
+        logits = tf.function(label_bias.label_logits, input_signature=[
+            tf.TensorSpec([None, None, H, D_K]), tf.TensorSpec([num_labels, D_K]),
+            tf.TensorSpec([None, None, None], tf.int32)])
+        got = logits(queries, table, labels).numpy()
     assert got.shape == (B, H, S, S + 2)
     for b, h, i, j in np.ndindex(*got.shape):
         expected = queries[b, i, h] @ table[labels[b, i, j]]
         assert got[b, h, i, j] == pytest.approx(expected, rel=1e-5, abs=1e-5)
+
+
+def test_label_logit_gradients_equal_those_of_per_pair_embeddings(rng):
+    queries = tf.constant(rng.normal(size=(B, S, H, D_K)), tf.float32)
+    table = tf.constant(rng.normal(size=(9, D_K)), tf.float32)
+    labels = tf.constant(rng.integers(0, 9, (B, S, S)), tf.int32)
+    weights = tf.constant(rng.normal(size=(B, H, S, S)), tf.float32)
+
+    def naive(queries, table, labels):  # the thesis's [B, Sq, Sk, d] embeddings
+        return tf.einsum("bqhd,bqkd->bhqk", queries, tf.gather(table, labels))
+
+    gradients = []
+    for logits in (label_bias.label_logits, naive):
+        with tf.GradientTape() as tape:
+            tape.watch([queries, table])
+            loss = tf.reduce_sum(weights * logits(queries, table, labels))
+        gradients.append([tf.convert_to_tensor(g).numpy()
+                          for g in tape.gradient(loss, [queries, table])])
+    for got, expected in zip(*gradients):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_label_values_equal_per_pair_sums(rng):
@@ -222,7 +250,7 @@ def test_incremental_self_attention_equals_full_causal(rng):
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     full, _ = layer(x, attention_mask=masks.causal_mask(S),
                     labels={"relative": _relative(S, S, 0)})
-    cache = tf.zeros([B, 2, S, H, D_K])
+    cache = (tf.zeros([B, S, H, D_K]), tf.zeros([B, S, H, D_K]))
     for step in range(S):
         out, details = layer(
             x[:, step:step + 1], attention_mask=masks.causal_mask(1, S, step),
@@ -246,12 +274,19 @@ def test_precomputed_memory_equals_memory(rng):
     direct, _ = layer(query, memory, attention_mask=mask)
     cached, _ = layer(query, attention_mask=mask, cache=layer.keys_and_values(memory))
     np.testing.assert_allclose(cached, direct, rtol=1e-6, atol=1e-6)
-    # The same memory as a (keys, values) pair, as decoder layers cache it.
-    keys_values = layer.keys_and_values(memory)
-    split, _ = layer(query, attention_mask=mask, cache=(keys_values[:, 0], keys_values[:, 1]))
-    np.testing.assert_allclose(split, direct, rtol=1e-6, atol=1e-6)
-    with pytest.raises(ValueError, match="cannot be updated"):
-        layer(query, cache=(keys_values[:, 0], keys_values[:, 1]), cache_update_index=0)
+    keys, _ = layer.keys_and_values(memory)
+    with pytest.raises(ValueError, match=r"a \(keys, values\) pair"):
+        layer(query, attention_mask=mask, cache=keys)
+
+
+def test_cache_write_puts_the_new_rows_at_the_position_and_nothing_else(rng):
+    from syntax_t2t.layers.attention import _write_at
+    cache = rng.normal(size=(3, 7, 2, 4)).astype("float32")
+    new = rng.normal(size=(3, 2, 2, 4)).astype("float32")
+    written = _write_at(tf.constant(cache), 4, tf.constant(new)).numpy()
+    expected = cache.copy()
+    expected[:, 4:6] = new
+    np.testing.assert_array_equal(written, expected)
 
 
 # ---------------------------------------------------------------------------

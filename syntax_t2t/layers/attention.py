@@ -242,7 +242,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return tf.gather(tf.concat(parts, axis=2), list(self._head_order), axis=2)
 
     def keys_and_values(self, source, spec_inputs=None):
-        """Keys and values of `source`, stacked as a cache entry.
+        """Keys and values of `source`: a cache entry.
 
         Args:
             source: [B, Sk, D_memory] (the memory, or the query sequence for
@@ -250,25 +250,28 @@ class MultiHeadAttention(keras.layers.Layer):
             spec_inputs: [B, Sk, D_spec] when there are specialised heads.
 
         Returns:
-            [B, 2, Sk, H, d] in the compute dtype: keys, then values. Pass it
-            as `cache` without `cache_update_index` to attend to precomputed
-            memory (encoder-decoder attention during decoding).
+            `(keys, values)`, each [B, Sk, H, d] in the compute dtype. Pass
+            the pair as `cache` without `cache_update_index` to attend to
+            precomputed memory (encoder-decoder attention during decoding).
+            They stay two tensors, not one stacked [B, 2, ...]: slicing a
+            stacked entry copies both halves (and, in training, its
+            gradient builds a zero-padded tensor of the stack's size).
         """
         source = tf.cast(source, self.compute_dtype)
         spec_inputs = self._spec_inputs(spec_inputs)
         keys = self._queries_or_keys(source, spec_inputs, "key_kernel")
         values = self._project(source, self.value_kernel)
-        return tf.stack([keys, values], axis=1)
+        return keys, values
 
-    def _phrase_keys_and_values(self, keys_values, phrase_memory):
+    def _phrase_keys_and_values(self, keys, values, phrase_memory):
         """Replaces the phrase heads' keys and values by projections of the phrase memory.
 
         Args:
-            keys_values: [B, 2, S, H, d] from the tokens.
+            keys, values: [B, S, H, d] from the tokens.
             phrase_memory: [B, G, S, D], S phrase slots per granularity.
 
         Returns:
-            [B, 2, S, H, d].
+            `(keys, values)`, each [B, S, H, d].
         """
         if phrase_memory is None:
             raise ValueError(f"attention layer {self.name!r} has phrase heads "
@@ -283,11 +286,11 @@ class MultiHeadAttention(keras.layers.Layer):
                                  list(self.phrase_heads), axis=1)
         phrase_keys = tf.einsum("bhsd,dhk->bshk", memory, key_kernel)
         phrase_values = tf.einsum("bhsd,dhk->bshk", memory, value_kernel)
-        phrase_kv = tf.stack([phrase_keys, phrase_values], axis=1)  # [B, 2, S, Hp, d]
         # Head h takes slot h of concat([token heads, phrase heads]).
         order = [self.num_heads + self.phrase_heads.index(h) if h in self.phrase_heads else h
                  for h in range(self.num_heads)]
-        return tf.gather(tf.concat([keys_values, phrase_kv], axis=3), order, axis=3)
+        return (tf.gather(tf.concat([keys, phrase_keys], axis=2), order, axis=2),
+                tf.gather(tf.concat([values, phrase_values], axis=2), order, axis=2))
 
     def _spec_inputs(self, spec_inputs):
         if not self.spec_heads:
@@ -344,14 +347,12 @@ class MultiHeadAttention(keras.layers.Layer):
                 phrase heads.
             phrase_mask: bool [B, G, Sk], True for the slots that hold a
                 phrase; replaces `attention_mask` for the phrase heads.
-            cache: [B, 2, Sk, H, d] keys and values. With `cache_update_index`
-                the keys and values of `query` are written into it at that
-                position (incremental self-attention, Sk = maximum length);
-                without, it replaces the projection of `memory`
-                (precomputed encoder-decoder attention); such a memory
-                cache may also be a `(keys, values)` pair of [B, Sk, H, d]
-                (`DecoderLayer.memory_cache`), which spares decoding the
-                copies of slicing a stacked one at every step.
+            cache: `(keys, values)`, each [B, Sk, H, d]. With
+                `cache_update_index` the keys and values of `query` are
+                written into them at that position (incremental
+                self-attention, Sk = maximum length); without, they replace
+                the projection of `memory` (precomputed encoder-decoder
+                attention, `keys_and_values`).
             cache_update_index: int32 scalar, position of the first query.
             return_probs: also return the probabilities of every head.
             training: applies attention dropout and parent ignoring.
@@ -376,27 +377,18 @@ class MultiHeadAttention(keras.layers.Layer):
         queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
         queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
 
-        if isinstance(cache, (tuple, list)):
-            if cache_update_index is not None:
-                raise ValueError(f"attention layer {self.name!r}: a (keys, values) cache is a "
-                                 "precomputed memory and cannot be updated")
-            keys, values = (tf.cast(part, self.compute_dtype) for part in cache)
+        if cache is not None and cache_update_index is None:
+            keys, values = (tf.cast(part, self.compute_dtype) for part in self._cache_pair(cache))
             details["cache"] = cache
         else:
-            if cache is not None and cache_update_index is None:
-                keys_values = tf.cast(cache, self.compute_dtype)
-            else:
-                keys_values = self.keys_and_values(query if memory is None else memory,
-                                                   spec_inputs)
-                if cache is not None:
-                    start = [0, 0, cache_update_index, 0, 0]
-                    keys_values = keras.ops.slice_update(
-                        tf.cast(cache, self.compute_dtype), start, keys_values)
-            if self.phrase_heads:
-                keys_values = self._phrase_keys_and_values(keys_values, phrase_memory)
+            keys, values = self.keys_and_values(query if memory is None else memory, spec_inputs)
             if cache is not None:
-                details["cache"] = keys_values
-            keys, values = keys_values[:, 0], keys_values[:, 1]
+                keys, values = (
+                    _write_at(tf.cast(part, self.compute_dtype), cache_update_index, new)
+                    for part, new in zip(self._cache_pair(cache), (keys, values)))
+                details["cache"] = (keys, values)
+            if self.phrase_heads:
+                keys, values = self._phrase_keys_and_values(keys, values, phrase_memory)
 
         logits = tf.cast(tf.einsum("bqhd,bkhd->bhqk", queries, keys), tf.float32)
         batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
@@ -404,8 +396,9 @@ class MultiHeadAttention(keras.layers.Layer):
         word_heads = tf.constant([h not in self.phrase_heads for h in range(self.num_heads)],
                                  tf.float32)[None, :, None, None]
         for name, table in self.key_label_tables.items():
-            logits += word_heads * tf.cast(
-                label_bias.label_logits(queries, table, labels[name]), tf.float32)
+            label_logits = tf.cast(label_bias.label_logits(queries, table, labels[name]),
+                                   tf.float32)
+            logits += word_heads * label_logits if self.phrase_heads else label_logits
         if self.biaffine is not None:
             chosen = tf.one_hot(self.biaffine_head, self.num_heads, dtype=tf.float32)
             logits += chosen[None, :, None, None] * self.biaffine(query)[:, None]
@@ -433,6 +426,12 @@ class MultiHeadAttention(keras.layers.Layer):
         output_kernel = tf.cast(self.output_kernel, self.compute_dtype)
         outputs = tf.einsum("bqhd,hdo->bqo", context, output_kernel)
         return outputs, details
+
+    def _cache_pair(self, cache):
+        if not (isinstance(cache, (tuple, list)) and len(cache) == 2):
+            raise ValueError(f"attention layer {self.name!r}: a cache is a (keys, values) pair "
+                             f"of [B, Sk, H, d] tensors, got {type(cache).__name__}")
+        return cache
 
     def _phrase_head_mask(self, mask, phrase_mask):
         """`mask` [B, 1, Sq, Sk] for word heads, `phrase_mask` for phrase heads: [B, H, Sq, Sk]."""
@@ -468,3 +467,20 @@ class MultiHeadAttention(keras.layers.Layer):
             label_initializer=keras.initializers.serialize(self.label_initializer),
         )
         return config
+
+
+def _write_at(cache, position, new):
+    """`cache[:, position:position + Sq] = new` for [B, Sk, H, d] and [B, Sq, H, d].
+
+    A scatter of the Sq rows, not `dynamic_update_slice`: without XLA that op
+    runs as a one-op XLA program per call, which costs several times a
+    scatter on a CPU; in a decoding loop the scatter also updates the cache
+    in place when nothing else holds it.
+    """
+    shape = tf.shape(new)
+    batch_size, query_length = shape[0], shape[1]
+    rows = tf.repeat(tf.range(batch_size), query_length)
+    columns = tf.tile(position + tf.range(query_length), [batch_size])
+    indices = tf.stack([rows, columns], axis=1)
+    updates = tf.reshape(new, tf.concat([[-1], shape[2:]], axis=0))
+    return tf.tensor_scatter_nd_update(cache, indices, updates)

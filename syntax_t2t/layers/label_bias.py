@@ -23,13 +23,29 @@ def label_logits(queries, table, labels):
 
     Args:
         queries: [B, Sq, H, d] (already scaled by 1/sqrt(d)).
-        table: [L, d] label embeddings, shared by the heads.
+        table: [L, d] label embeddings, shared by the heads (a variable or
+            a tensor).
         labels: int32 [B, Sq, Sk] label ids in [0, L).
 
     Returns:
         [B, H, Sq, Sk] in the dtype of `queries`.
     """
-    table = tf.cast(table, queries.dtype)
+    queries = tf.convert_to_tensor(queries)
+    labels = tf.cast(labels, tf.int32)
+    logits = _compiled_label_logits(queries, tf.cast(table, queries.dtype), labels)
+    # A compiled function's outputs have no shape in the graph; the
+    # optimizer's cost model warns about every op that follows them.
+    return tf.ensure_shape(
+        logits, [queries.shape[0], queries.shape[2], queries.shape[1], labels.shape[-1]])
+
+
+# XLA fuses the matmul, gather and transpose (and their gradients) into a few
+# loops: 1.1 ms instead of 2.1 ms for a transformer_tiny layer's forward and
+# backward pass with 88 labels, 3.3 instead of 7.9 ms at transformer_base
+# widths (docs/performance.md). It is compiled once per shape, also inside a
+# step that is not compiled as a whole.
+@tf.function(jit_compile=True)
+def _compiled_label_logits(queries, table, labels):
     per_label = tf.einsum("bqhd,ld->bqlh", queries, table)
     # Gathering along L moves H-vectors, one per (query, key) pair.
     per_pair = tf.gather(per_label, labels, axis=2, batch_dims=2)

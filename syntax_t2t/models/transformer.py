@@ -383,11 +383,12 @@ class Transformer(HParamsModel):
         """Empty self-attention caches for `max_length` decoding steps.
 
         Returns:
-            `{"self_attention": [zeros [B, 2, max_length, H, d] per layer]}`
-            in the compute dtype.
+            `{"self_attention": [(keys, values) per layer]}`, zeros
+            [B, max_length, H, d] in the compute dtype.
         """
-        shape = [batch_size, 2, max_length, self.hparams.num_heads, self.key_dim]
-        return {"self_attention": [tf.zeros(shape, self.compute_dtype)
+        shape = [batch_size, max_length, self.hparams.num_heads, self.key_dim]
+        return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
+                                    tf.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}
 
     def decode_step(self, ids, step, cache, memory, training=False):
@@ -422,7 +423,7 @@ class Transformer(HParamsModel):
             applied) and the cache with this step's keys and values written;
             other cache entries (a subclass's) are passed through.
         """
-        max_length = tf.shape(cache["self_attention"][0])[2]
+        max_length = tf.shape(cache["self_attention"][0][0])[1]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
         memory_mask = memory["padding_mask"][:, None, :]

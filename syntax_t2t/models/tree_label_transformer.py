@@ -10,7 +10,9 @@ holds what they share and each subclass names its label:
   on-device labels (`layers/tree_labels.py`).
 
 The label matrices are computed from `src_heads` on the device, once per batch
-for all layers. On subword problems, `source_word_positions=true` makes them
+for all layers, by an XLA-compiled function: XLA fuses the computation's
+elementwise steps (TreeTraversal labels of a `transformer_tiny` benchmark
+batch: 0.6 ms instead of 1.3 ms; `docs/performance.md`). On subword problems, `source_word_positions=true` makes them
 the labels of the words (`src_word_position`).
 """
 
@@ -42,6 +44,8 @@ class TreeLabelTransformer(Transformer):
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(hparams, vocab_sizes, **kwargs)
         word_positions.with_word_positions(self)
+        self._compiled_pair_labels = tf.function(self.pair_labels, jit_compile=True,
+                                                 reduce_retracing=True)
 
     @property
     def label_limit(self):
@@ -58,7 +62,7 @@ class TreeLabelTransformer(Transformer):
     def source_labels(self, features, source_ids):
         labels = super().source_labels(features, source_ids)
         heads = self.source_heads(features, source_ids)
-        labels[self.label_name] = self.pair_labels(
+        labels[self.label_name] = self._compiled_pair_labels(
             heads, self.label_limit, include_root=self.prefix_root,
             word_positions=word_positions.word_positions(self, features, tf.shape(heads)[1]))
         return labels
