@@ -93,34 +93,40 @@ def test_label_logits_equal_per_pair_dot_products(rng, num_labels, static_shapes
     table = rng.normal(size=(num_labels, D_K)).astype("float32")
     labels = rng.integers(0, num_labels, (B, S, S + 2)).astype("int32")
     if static_shapes:
-        got = label_bias.label_logits(queries, table, labels).numpy()
+        got = label_bias.label_logits(queries, [table], [labels]).numpy()
     else:  # shapes unknown when traced, as in a train step
         logits = tf.function(label_bias.label_logits, input_signature=[
-            tf.TensorSpec([None, None, H, D_K]), tf.TensorSpec([num_labels, D_K]),
-            tf.TensorSpec([None, None, None], tf.int32)])
-        got = logits(queries, table, labels).numpy()
+            tf.TensorSpec([None, None, H, D_K]), [tf.TensorSpec([num_labels, D_K])],
+            [tf.TensorSpec([None, None, None], tf.int32)]])
+        got = logits(queries, [table], [labels]).numpy()
     assert got.shape == (B, H, S, S + 2)
     for b, h, i, j in np.ndindex(*got.shape):
         expected = queries[b, i, h] @ table[labels[b, i, j]]
         assert got[b, h, i, j] == pytest.approx(expected, rel=1e-5, abs=1e-5)
 
 
-def test_label_logit_gradients_equal_those_of_per_pair_embeddings(rng):
+def test_label_logits_and_gradients_of_two_kinds_equal_those_of_per_pair_embeddings(rng):
     queries = tf.constant(rng.normal(size=(B, S, H, D_K)), tf.float32)
     table = tf.constant(rng.normal(size=(9, D_K)), tf.float32)
     labels = tf.constant(rng.integers(0, 9, (B, S, S)), tf.int32)
     weights = tf.constant(rng.normal(size=(B, H, S, S)), tf.float32)
 
-    def naive(queries, table, labels):  # the thesis's [B, Sq, Sk, d] embeddings
-        return tf.einsum("bqhd,bqkd->bhqk", queries, tf.gather(table, labels))
+    other_table = tf.constant(rng.normal(size=(4, D_K)), tf.float32)
+    other_labels = tf.constant(rng.integers(0, 4, (B, S, S)), tf.int32)
+
+    def naive(queries, tables, labels):  # the thesis's [B, Sq, Sk, d] embeddings
+        return sum(tf.einsum("bqhd,bqkd->bhqk", queries, tf.gather(table, ids))
+                   for table, ids in zip(tables, labels))
 
     gradients = []
     for logits in (label_bias.label_logits, naive):
         with tf.GradientTape() as tape:
-            tape.watch([queries, table])
-            loss = tf.reduce_sum(weights * logits(queries, table, labels))
-        gradients.append([tf.convert_to_tensor(g).numpy()
-                          for g in tape.gradient(loss, [queries, table])])
+            tape.watch([queries, table, other_table])
+            values = logits(queries, [table, other_table], [labels, other_labels])
+            loss = tf.reduce_sum(weights * values)
+        gradients.append([values.numpy()] + [
+            tf.convert_to_tensor(g).numpy()
+            for g in tape.gradient(loss, [queries, table, other_table])])
     for got, expected in zip(*gradients):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
@@ -250,7 +256,7 @@ def test_incremental_self_attention_equals_full_causal(rng):
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     full, _ = layer(x, attention_mask=masks.causal_mask(S),
                     labels={"relative": _relative(S, S, 0)})
-    cache = (tf.zeros([B, S, H, D_K]), tf.zeros([B, S, H, D_K]))
+    cache = (tf.zeros([B, H, S, D_K]), tf.zeros([B, H, S, D_K]))
     for step in range(S):
         out, details = layer(
             x[:, step:step + 1], attention_mask=masks.causal_mask(1, S, step),
@@ -281,12 +287,13 @@ def test_precomputed_memory_equals_memory(rng):
 
 def test_cache_write_puts_the_new_rows_at_the_position_and_nothing_else(rng):
     from syntax_t2t.layers.attention import _write_at
-    cache = rng.normal(size=(3, 7, 2, 4)).astype("float32")
-    new = rng.normal(size=(3, 2, 2, 4)).astype("float32")
-    written = _write_at(tf.constant(cache), 4, tf.constant(new)).numpy()
-    expected = cache.copy()
-    expected[:, 4:6] = new
-    np.testing.assert_array_equal(written, expected)
+    cache = rng.normal(size=(3, 2, 7, 4)).astype("float32")
+    for count in (1, 2):  # one position (decoding) is broadcast, more are padded
+        new = rng.normal(size=(3, 2, count, 4)).astype("float32")
+        written = _write_at(tf.constant(cache), 4, tf.constant(new)).numpy()
+        expected = cache.copy()
+        expected[:, :, 4:4 + count] = new
+        np.testing.assert_array_equal(written, expected)
 
 
 # ---------------------------------------------------------------------------

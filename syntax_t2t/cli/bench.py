@@ -27,6 +27,7 @@ from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.benchmarks import (decoding_speed, flops, measure, report, scaling, torch_peer,
                                    training_throughput)
 from syntax_t2t.cli import common
+from syntax_t2t.data import pipeline
 from syntax_t2t.training import precision
 
 FLAGS = flags.FLAGS
@@ -42,8 +43,9 @@ flags.DEFINE_list("models", [], "Models to time (default: every registered model
 flags.DEFINE_list("skip", [], f"Parts to leave out, of {', '.join(PARTS[1:])}.")
 flags.DEFINE_bool("relative", True, "Also time the thesis variants with relative positions "
                   "(off under --quick unless given).")
-flags.DEFINE_integer("length", 32, "Padded source and target length of the training batch.",
-                     lower_bound=4)
+flags.DEFINE_integer("length", 33, "Padded source and target length of the training batch: "
+                     "a length the trainer pads batches to (a boundary of "
+                     "data/pipeline.bucket_boundaries: ..., 28, 30, 33, 36, ...).", lower_bound=4)
 flags.DEFINE_integer("batch_tokens", 512, "Tokens per training batch, padding included "
                      "(sentences = batch_tokens // length).", lower_bound=1)
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model.", lower_bound=2)
@@ -191,6 +193,12 @@ def main(argv):
                  "steps_per_repetition", "decode_sentences", "decode_output_tokens",
                  "matmul_size")}
     length = settings["length"]
+    if length not in pipeline.bucket_boundaries(max(length, getattr(hparams, "max_length", 0))):
+        # A length the trainer never produces can favour one model: at 32 a
+        # model that prefixes <ROOT> runs at 33, where batched matmuls are
+        # 30 % slower per element than at 32 (docs/performance.md).
+        logging.warning("--length=%d is not a bucket boundary of the trainer: batches of that "
+                        "length do not occur in training", length)
     sentences = batches_lib.sentences_for(length, settings["batch_tokens"])
     synthetic = batches_lib.SyntheticBatches(seed=seed)
     batch = synthetic.batch(length, sentences)

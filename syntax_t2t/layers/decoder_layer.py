@@ -11,7 +11,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
 
     Each sublayer is `x = x + dropout(sublayer(norm(x)))` (T2T "n" / "da").
     For incremental decoding the self-attention keeps its keys and values in
-    fixed-size `(keys, values)` caches [B, T_max, H, d] written at the current step, and
+    fixed-size `(keys, values)` caches [B, H, T_max, d] written at the current step, and
     the encoder-decoder attention reads keys and values computed once from
     the encoder output (`memory_cache`), so a step costs O(T_max), not a
     re-run of the prefix.
@@ -75,7 +75,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
         self.built = True
 
     def memory_cache(self, memory):
-        """Encoder-decoder keys and values of `memory` [B, S, D]: a pair of [B, S, H, d]."""
+        """Encoder-decoder keys and values of `memory` [B, S, D]: a pair of [B, H, S, d]."""
         return self.cross_attention.keys_and_values(memory)
 
     def call(self, inputs, memory=None, *, self_attention_mask=None, memory_mask=None,
@@ -91,7 +91,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
                 (causal, see `masks.causal_mask`).
             memory_mask: bool broadcastable to [B, T, S] (source padding).
             labels: label ids of the self-attention's label biases.
-            self_attention_cache: `(keys, values)` [B, T_max, H, d], with
+            self_attention_cache: `(keys, values)` [B, H, T_max, d], with
                 `cache_update_index`, for incremental decoding.
             cache_update_index: int32 scalar, the position of `inputs[:, 0]`.
             memory_cache: `(keys, values)` [B, S, H, d] from `memory_cache`.

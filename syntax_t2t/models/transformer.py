@@ -373,7 +373,7 @@ class Transformer(HParamsModel):
 
         Returns:
             dict with `"padding_mask"` bool [B, S'] and `"cross_attention"`, a
-            list of (keys, values) pairs of [B, S', H, d] per decoder layer.
+            list of (keys, values) pairs of [B, H, S', d] per decoder layer.
         """
         return {"padding_mask": encoded["padding_mask"],
                 "cross_attention": [layer.memory_cache(encoded["outputs"])
@@ -384,9 +384,9 @@ class Transformer(HParamsModel):
 
         Returns:
             `{"self_attention": [(keys, values) per layer]}`, zeros
-            [B, max_length, H, d] in the compute dtype.
+            [B, H, max_length, d] in the compute dtype.
         """
-        shape = [batch_size, max_length, self.hparams.num_heads, self.key_dim]
+        shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
         return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
                                     tf.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}
@@ -423,7 +423,7 @@ class Transformer(HParamsModel):
             applied) and the cache with this step's keys and values written;
             other cache entries (a subclass's) are passed through.
         """
-        max_length = tf.shape(cache["self_attention"][0][0])[1]
+        max_length = tf.shape(cache["self_attention"][0][0])[2]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
         memory_mask = memory["padding_mask"][:, None, :]
