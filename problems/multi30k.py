@@ -25,7 +25,8 @@ CoNLL-U in `<tmp_dir>/multi30k/parses/` (`syntax_t2t.parsing.parse_cache`),
 so a re-run does not parse again; another parser gets its own cache file.
 
 Target side: tokenised by the rule-based tokenizer of `spacy.blank(target
-language)`, which needs no model.
+language)`, which needs no model. `bin/decode --detokenize` undoes it
+(`syntax_t2t.data.detokenize`), for BLEU against the raw references.
 """
 
 import functools
@@ -35,6 +36,7 @@ from typing import Callable, Iterator, Optional
 
 from problems.common import find_file
 from syntax_t2t import registry
+from syntax_t2t.data.detokenize import spacy_detokenizer
 from syntax_t2t.data.download import maybe_download
 from syntax_t2t.data.parallel_text import read_parallel
 from syntax_t2t.data.tree import DependencyTree
@@ -113,6 +115,10 @@ class Multi30kSyntax(Problem):
                                  f"parse of that file. Delete it to parse again",
                                  reason="bad parse cache")
             yield tree, tokenize(target_text)
+
+    def detokenize_target(self, tokens) -> str:
+        """Undoes `target_tokenizer` (Moses rules; see `syntax_t2t.data.detokenize`)."""
+        return spacy_detokenizer(self.target_language)(tokens)
 
 
 @functools.lru_cache(maxsize=None)

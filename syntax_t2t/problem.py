@@ -493,6 +493,15 @@ class Problem:
         """Target tokens of `ids`, up to the first `<EOS>`."""
         return self._loaded_vocabularies()[TARGETS].decode(ids)
 
+    def detokenize_target(self, tokens) -> str:
+        """One output sentence as text: the tokens joined by spaces here.
+
+        Problems that tokenised raw target text themselves (Multi30k) undo
+        that tokenisation, so that BLEU can be scored against the raw
+        references (`bin/decode --detokenize`).
+        """
+        return " ".join(tokens)
+
     def decode_inputs(self, ids) -> list[str]:
         """Source tokens of `ids`, up to the first `<EOS>`."""
         return self._loaded_vocabularies()[INPUTS].decode(ids)

@@ -161,3 +161,19 @@ def test_a_checkpoint_of_other_hparams_is_refused(workspace):
                    data_dir=str(workspace / "data"), hparams_set="transformer_tiny", output_dir=None,
                    decode_from_file=str(workspace / "test.conllu"), decode_to_file=str(workspace / "y.txt"))
     assert not (workspace / "y.txt").exists()
+
+
+def test_detokenize_writes_the_problems_text(workspace, monkeypatch):
+    plain, joined = workspace / "plain.txt", workspace / "detokenized.txt"
+    settings = dict(output_dir=str(workspace / "dep_parse"),
+                    decode_from_file=str(workspace / "test.conllu"),
+                    decode_hparams="beam_size=2,extra_length=2")
+    run_decode(decode_to_file=str(plain), **settings)
+    problem_class = type(registry.problem(PROBLEM))
+    monkeypatch.setattr(problem_class, "detokenize_target",
+                        lambda self, tokens: "|".join(tokens), raising=False)
+    run_decode(decode_to_file=str(joined), detokenize=True, **settings)
+    plain_lines = plain.read_text(encoding="utf-8").splitlines()
+    assert joined.read_text(encoding="utf-8").splitlines() == [
+        line.replace(" ", "|") for line in plain_lines]
+    assert any(" " in line for line in plain_lines)

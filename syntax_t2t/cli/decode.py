@@ -66,23 +66,31 @@ flags.DEFINE_string("parse_to_file", None,
                     "source parse read from it as CoNLL-U, one head per source word.")
 flags.DEFINE_enum("parse_decoder", "argmax", PARSE_DECODERS,
                   "How heads are read from the parse head: argmax (the thesis) or mst (a tree).")
+flags.DEFINE_bool("detokenize", False,
+                  "Write the problem's detokenised text instead of space-separated tokens "
+                  "(for problems that tokenised raw targets themselves, e.g. Multi30k: score "
+                  "that output against the raw references); other problems join tokens by "
+                  "spaces either way.")
 if "xla" not in FLAGS:
     # bin/train defines the same flag; tests and tools may import both programs.
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
                       "Compile with XLA (here: the search loop); auto = on a GPU only.")
 
 
-def output_lines(sentences, translations, return_beams):
-    """One output line per input sentence; warns about unusable ones."""
+def output_lines(sentences, translations, return_beams, detokenize=" ".join):
+    """One output line per input sentence; warns about unusable ones.
+
+    `detokenize` turns a hypothesis' tokens into its text.
+    """
     lines = []
     for sentence, translation in zip(sentences, translations):
         if translation is None:
             logging.warning("no translation for an unusable input sentence: %s", sentence.problem)
             lines.append("")
         elif return_beams:
-            lines.append("\t".join(" ".join(tokens) for tokens, _ in translation.beams))
+            lines.append("\t".join(detokenize(tokens) for tokens, _ in translation.beams))
         else:
-            lines.append(" ".join(translation.tokens))
+            lines.append(detokenize(translation.tokens))
     return lines
 
 
@@ -123,9 +131,11 @@ def main(argv):
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
                       jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
+    detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
+    detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
     translations = decoder.translate(sentences)
 
-    lines = output_lines(sentences, translations, settings.return_beams)
+    lines = output_lines(sentences, translations, settings.return_beams, detokenize)
     io_utils.atomic_write_text(FLAGS.decode_to_file, "".join(line + "\n" for line in lines))
     unusable = sum(translation is None for translation in translations)
     print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
