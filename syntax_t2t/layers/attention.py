@@ -28,7 +28,7 @@ One layer covers all the attention the models need:
   `phrase_granularities[h]`, with its own query, key and value projections
   (seed eq. 4-7). Label biases apply to word heads only;
 * the probabilities of every head, for analysis and parse decoding;
-* a key/value cache for incremental decoding (keras-hub's convention).
+* a (keys, values) cache for incremental decoding, heads first ([B, H, S, d]).
 
 Logits, softmax and the returned probabilities are float32 under any Keras
 mixed-precision policy; the projections run in the compute dtype.
