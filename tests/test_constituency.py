@@ -7,8 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from tree_strategies import constituency_trees
+from tree_strategies import constituency_trees, dependency_heads
 
 from syntax_t2t.data.constituency import Child, ConstituencyError, ConstituencyTree
 from syntax_t2t.data.bracketed import parse_bracketed, read_bracketed
@@ -198,19 +197,6 @@ def test_projectivize_lifts_the_shortest_non_projective_arc_first():
     assert is_projective([2, 0, 2, 2]) and not is_projective(heads)
 
 
-@st.composite
-def random_heads(draw, max_tokens=12):
-    """A random dependency tree: tokens attach, in random order, to ROOT or an attached token."""
-    n = draw(st.integers(1, max_tokens))
-    order = draw(st.permutations(range(1, n + 1)))
-    heads = [0] * n
-    attached = [0]
-    for token in order:
-        heads[token - 1] = draw(st.sampled_from(attached))
-        attached.append(token)
-    return heads
-
-
 def naive_ancestors(heads, token):
     """The proper ancestors of `token` (1-based), ROOT included."""
     result, node = [], token
@@ -229,7 +215,7 @@ def naive_projective(heads):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_heads())
+@given(dependency_heads())
 def test_projectivize_gives_a_projective_tree_that_only_lifts_arcs(heads):
     lifted = projectivize_heads(heads).tolist()
     assert naive_projective(lifted)
@@ -305,7 +291,7 @@ def check_dependency_phrases(tree: DependencyTree):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_heads())
+@given(dependency_heads())
 def test_dependency_phrases_on_random_trees(heads):
     check_dependency_phrases(DependencyTree.from_heads([f"w{i}" for i in range(len(heads))], heads))
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import dependency_heads
 
 from syntax_t2t.data import features
 from syntax_t2t.data.tree import TreeError
@@ -152,18 +153,6 @@ def test_features_reject_malformed_heads():
 # Properties on random trees, checked against naive references.
 
 
-@st.composite
-def random_trees(draw, max_tokens=12):
-    """Heads of a random tree: each node picks its head among ROOT and the
-    nodes placed before it in a random order, so ROOT may get several dependents."""
-    n = draw(st.integers(1, max_tokens))
-    order = draw(st.permutations(range(1, n + 1)))
-    heads = [0] * n
-    for position, token in enumerate(order):
-        heads[token - 1] = draw(st.sampled_from([0] + list(order[:position])))
-    return heads
-
-
 def naive_graph(heads):
     parent = {token: head for token, head in enumerate(heads, start=1)}
     children = collections.defaultdict(list)
@@ -219,7 +208,7 @@ def up_down(code):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_trees())
+@given(dependency_heads())
 def test_distance_is_the_bfs_metric(heads):
     distances = features.tree_distances(heads, include_root=True)
     assert distances.tolist() == naive_distances(heads).tolist()
@@ -231,7 +220,7 @@ def test_distance_is_the_bfs_metric(heads):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_trees(), st.integers(0, 6))
+@given(dependency_heads(), st.integers(0, 6))
 def test_distance_labels_clip(heads, max_distance):
     distances = naive_distances(heads)[1:, 1:]
     labels = features.tree_distance_labels(heads, max_distance)
@@ -241,7 +230,7 @@ def test_distance_labels_clip(heads, max_distance):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_trees())
+@given(dependency_heads())
 def test_traversal_codes_spell_shortest_paths(heads):
     codes = features.traversal_codes(heads, include_root=True)
     distances = naive_distances(heads)
@@ -261,7 +250,7 @@ def test_traversal_codes_spell_shortest_paths(heads):
 
 
 @settings(max_examples=150, deadline=None)
-@given(random_trees(), st.integers(0, 6))
+@given(dependency_heads(), st.integers(0, 6))
 def test_traversal_labels_index_the_vocab(heads, max_traversal):
     codes = features.traversal_codes(heads)
     labels = features.traversal_labels(heads, max_traversal)
@@ -287,7 +276,7 @@ def test_relative_positions_match_loops(n, k):
 
 
 @settings(max_examples=100, deadline=None)
-@given(random_trees())
+@given(dependency_heads())
 def test_ancestors_and_depths_follow_heads(heads):
     parent, _ = naive_graph(heads)
     ancestors = features.ancestor_matrix(heads)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import dependency_heads
 
 from syntax_t2t.data import features
 from syntax_t2t.data import subword_syntax as sw
@@ -129,12 +130,8 @@ def test_word_heads_from_predictions_reads_first_subwords():
 @st.composite
 def split_trees(draw, max_words=9, max_pieces=4):
     """A random tree over n words and a random split of each word into pieces."""
-    n = draw(st.integers(1, max_words))
-    order = draw(st.permutations(range(1, n + 1)))
-    heads = [0] * n
-    for rank, node in enumerate(order):
-        # A parent placed earlier in `order` (or ROOT) can never close a cycle.
-        heads[node - 1] = draw(st.sampled_from([0, *order[:rank]]))
+    heads = draw(dependency_heads(max_words))
+    n = len(heads)
     counts = draw(st.lists(st.integers(1, max_pieces), min_size=n, max_size=n))
     return np.array(heads), np.repeat(np.arange(n), counts)
 

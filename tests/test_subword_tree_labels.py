@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import dependency_heads
 
 import hparams.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
@@ -93,12 +94,8 @@ def test_worked_example_equals_numpy_reference(include_root):
 @st.composite
 def subword_sentences(draw, max_words=7):
     """A random word tree and a random split of its words into 1-3 pieces."""
-    n = draw(st.integers(1, max_words))
-    order = draw(st.permutations(range(1, n + 1)))
-    heads = [0] * n
-    for position, token in enumerate(order):
-        heads[token - 1] = draw(st.sampled_from([0] + list(order[:position])))
-    pieces = draw(st.lists(st.integers(1, 3), min_size=n, max_size=n))
+    heads = draw(dependency_heads(max_words))
+    pieces = draw(st.lists(st.integers(1, 3), min_size=len(heads), max_size=len(heads)))
     return heads, pieces
 
 

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_strategies import dependency_heads
 
 from syntax_t2t.data import features
 from syntax_t2t.layers import tree_labels
@@ -13,17 +14,6 @@ from syntax_t2t.layers import tree_labels
 # think <- ROOT; I, is <- think; this, example <- is; a, good <- example.
 ENGLISH_HEADS = [2, 0, 4, 2, 7, 7, 4]
 I, THINK, THIS, IS, A, GOOD, EXAMPLE = range(1, 8)
-
-
-@st.composite
-def random_trees(draw, max_tokens=9):
-    """Each node picks its head among ROOT and the nodes placed before it in a random order."""
-    n = draw(st.integers(1, max_tokens))
-    order = draw(st.permutations(range(1, n + 1)))
-    heads = [0] * n
-    for position, token in enumerate(order):
-        heads[token - 1] = draw(st.sampled_from([0] + list(order[:position])))
-    return heads
 
 
 def padded_batch(trees, extra_padding=0):
@@ -47,7 +37,7 @@ def check_against_reference(tf_labels, trees, reference, no_tree_label, include_
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(random_trees(), min_size=1, max_size=4), st.integers(0, 2),
+@given(st.lists(dependency_heads(max_tokens=9), min_size=1, max_size=4), st.integers(0, 2),
        st.integers(1, 6), st.booleans())
 def test_tree_distance_labels_equal_reference(trees, extra_padding, max_distance, include_root):
     batch = padded_batch(trees, extra_padding)
@@ -59,7 +49,7 @@ def test_tree_distance_labels_equal_reference(trees, extra_padding, max_distance
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(random_trees(), min_size=1, max_size=4), st.integers(0, 2),
+@given(st.lists(dependency_heads(max_tokens=9), min_size=1, max_size=4), st.integers(0, 2),
        st.integers(1, 6), st.booleans())
 def test_tree_traversal_labels_equal_reference(trees, extra_padding, max_traversal, include_root):
     batch = padded_batch(trees, extra_padding)

@@ -1,8 +1,24 @@
-"""Hypothesis strategies shared by the constituency-tree tests."""
+"""Hypothesis strategies shared by the tree tests: dependency heads and constituency trees."""
 
 from hypothesis import strategies as st
 
 from syntax_t2t.data.constituency import ConstituencyTree
+
+
+@st.composite
+def dependency_heads(draw, max_tokens=12):
+    """Heads (1-based, 0 = ROOT) of a random dependency tree of 1 to `max_tokens` tokens.
+
+    In a random order, each token attaches to ROOT or to a token placed
+    before it: that never closes a cycle, ROOT may get several dependents
+    and the tree may be non-projective.
+    """
+    n = draw(st.integers(1, max_tokens))
+    order = draw(st.permutations(range(1, n + 1)))
+    heads = [0] * n
+    for rank, token in enumerate(order):
+        heads[token - 1] = draw(st.sampled_from([0, *order[:rank]]))
+    return heads
 
 
 @st.composite

@@ -8,17 +8,13 @@ fairseq and Marian use) plus the two splits of spaCy's that the Moses
 rules do not know: a hyphen between two letters is an infix ("t-shirt" is
 tokenised "t - shirt"), so such a hyphen is joined to both neighbours
 again; and English "n't" is split off its verb ("does n't", where Moses
-splits "doesn 't"). Measured on the Multi30k test_2016_flickr references (tokenised,
-then detokenised): `tests/test_detokenize.py` requires at least 99% of the
-lines to come back exactly.
+splits "doesn 't"). Measured on the Multi30k test_2016_flickr references
+(tokenised, then detokenised): `tests/test_detokenize.py` requires at
+least 99% of the lines to come back exactly.
 """
 
 import functools
 from typing import Sequence
-
-
-def _is_letter(character: str) -> bool:
-    return character.isalpha()
 
 
 def join_letter_hyphens(tokens: Sequence[str]) -> list[str]:
@@ -32,8 +28,8 @@ def join_letter_hyphens(tokens: Sequence[str]) -> list[str]:
     while index < len(tokens):
         token = tokens[index]
         if (token == "-" and joined and index + 1 < len(tokens) and joined[-1]
-                and tokens[index + 1] and _is_letter(joined[-1][-1])
-                and _is_letter(tokens[index + 1][0])):
+                and tokens[index + 1] and joined[-1][-1].isalpha()
+                and tokens[index + 1][0].isalpha()):
             joined[-1] = joined[-1] + "-" + tokens[index + 1]
             index += 2
             continue

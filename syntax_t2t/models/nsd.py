@@ -149,7 +149,6 @@ def distance_losses(logits, gold_ids, max_distance):
     return entropy_loss, squared + ranking
 
 
-
 @registry.register_model("nsd")
 class NeuralSyntacticDistance(Transformer):
     """Transformer with neural syntactic distances as input, encoding and output."""

@@ -12,8 +12,9 @@ holds what they share and each subclass names its label:
 The label matrices are computed from `src_heads` on the device, once per batch
 for all layers, by an XLA-compiled function: XLA fuses the computation's
 elementwise steps (TreeTraversal labels of a `transformer_tiny` benchmark
-batch: 0.6 ms instead of 1.3 ms; `docs/performance.md`). On subword problems, `source_word_positions=true` makes them
-the labels of the words (`src_word_position`).
+batch: 0.6 ms instead of 1.3 ms; `docs/performance.md`). On subword problems,
+`source_word_positions=true` makes them the labels of the words
+(`src_word_position`).
 """
 
 import tensorflow as tf
