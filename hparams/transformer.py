@@ -13,7 +13,7 @@ from syntax_t2t.hparams import HParams
 @registry.register_hparams
 def transformer_base():
     """Thesis Section 5.2: 6+6 layers, 512/2048, 8 heads, batch 3,072 tokens."""
-    return HParams(
+    hparams = HParams(
         # Architecture.
         hidden_size=512,
         filter_size=2048,
@@ -54,6 +54,12 @@ def transformer_base():
         parse_layer=1,
         parse_head=0,
         parse_loss_weight=1.0,
+        # What the parse head's cross-entropy is taken of (models/losses.py
+        # `parse_loss`): "logits" (the head's attention distribution, as the
+        # thesis's text says) or "attention" (softmax of the attention
+        # probabilities, as the code matching the thesis's names trains it).
+        # Also SISA's loss form.
+        parse_loss="logits",
         # ------------------------------------------------------------------
         # Pascal and its baselines (Bugliarello and Okazaki 2020); the
         # seed's per-corpus settings are the sets of `hparams/pascal.py`.
@@ -105,6 +111,10 @@ def transformer_base():
         nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
         nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
     )
+    # Label smoothing of the parse loss; None = the form's default (0 for
+    # "logits", T2T's 0.1 for "attention").
+    hparams.define("parse_label_smoothing", None, "float")
+    return hparams
 
 
 @registry.register_hparams

@@ -1,5 +1,8 @@
 """Registries of problems, models and hparams sets (Tensor2Tensor style).
 
+Experiments (`bin/grid`) are registered the same way, by a function that
+returns a `syntax_t2t.grid.experiment.Experiment`.
+
 Register with decorators; the default name is the snake_case of the class or
 function name, as in T2T:
 
@@ -106,10 +109,12 @@ class Registry:
 problems = Registry("problem")
 models = Registry("model")
 hparams_sets = Registry("hparams set")
+experiments = Registry("experiment")
 
 register_problem = problems.register
 register_model = models.register
 register_hparams = hparams_sets.register
+register_experiment = experiments.register
 
 
 def problem(name):
@@ -125,6 +130,11 @@ def model(name):
 def hparams(name):
     """Returns a fresh `HParams` from the registered hparams set `name`."""
     return hparams_sets.get(name)()
+
+
+def experiment(name):
+    """Returns a fresh `syntax_t2t.grid.experiment.Experiment` from the registered function `name`."""
+    return experiments.get(name)()
 
 
 _BUILTIN_MODULES = ("problems", "hparams", "syntax_t2t.models")
@@ -186,7 +196,7 @@ def import_usr_dir(usr_dir):
 def help_string():
     """What is registered, as printed by `--registry_help`."""
     lines = []
-    for registry in (problems, models, hparams_sets):
+    for registry in (problems, models, hparams_sets, experiments):
         lines.append(f"{registry.kind}s ({len(registry)}):")
         lines.extend(f"  {name}" for name in registry.names())
     return "\n".join(lines)

@@ -32,8 +32,12 @@ from syntax_t2t import registry
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
 from syntax_t2t.errors import InputError
+from syntax_t2t.hparams import parse_overrides
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
-from syntax_t2t.training import checkpoints, distribution, precision, run_directory
+from syntax_t2t.decoding import checkpoint_averaging
+from syntax_t2t.decoding.decode_hparams import decode_hparams
+from syntax_t2t.training import checkpoints, distribution, precision, run_directory, validation
+from syntax_t2t.training.dev_translation import DevTranslation
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import TrainingInterrupted
 from syntax_t2t.training.trainer import Trainer
@@ -68,6 +72,24 @@ flags.DEFINE_bool("deterministic", False,
 flags.DEFINE_bool("skip_nonfinite_batches", False,
                   "Skip (and count) batches whose loss or gradient is NaN or infinite instead of "
                   "stopping at the first one.")
+flags.DEFINE_bool("eval_bleu", False,
+                  "At each evaluation also decode the dev split (greedy, or --decode_hparams) and "
+                  "log its BLEU against the tokenised references (T2T's "
+                  "--eval_run_autoregressive, fairseq's --eval-bleu).")
+flags.DEFINE_integer("eval_bleu_max_sentences", 0,
+                     "Decode only the first this many dev sentences for BLEU (0 = all).",
+                     lower_bound=0)
+if "decode_hparams" not in FLAGS:
+    # bin/decode defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("decode_hparams", "",
+                        "Decoding settings (bin/decode's); for --eval_bleu the default is greedy "
+                        "search, beam_size=1.")
+flags.DEFINE_enum("best_checkpoint_metric", "loss", list(validation.METRICS),
+                  "Keep the weights of the best evaluation in <output_dir>/best/: by dev BLEU "
+                  "(needs --eval_bleu), dev translation loss, or the parse head's dev UAS.")
+flags.DEFINE_integer("early_stopping_patience", 0,
+                     "Stop after this many evaluations in a row without a better "
+                     "--best_checkpoint_metric (0 = never; fairseq's --patience).", lower_bound=0)
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
@@ -77,7 +99,9 @@ flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
 SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
                "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
                "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
-               "xla", "distribution", "deterministic", "skip_nonfinite_batches")
+               "xla", "distribution", "deterministic", "skip_nonfinite_batches", "eval_bleu",
+               "eval_bleu_max_sentences", "decode_hparams", "best_checkpoint_metric",
+               "early_stopping_patience")
 
 
 def _flag_lines():
@@ -159,6 +183,28 @@ def input_report(counters, max_length):
             f"max_length={max_length}")
 
 
+def _validation(problem, model, output_dir):
+    """The run's `validation.Validation`: history, dev BLEU, best checkpoint, early stopping."""
+    if FLAGS.best_checkpoint_metric == "bleu" and not FLAGS.eval_bleu:
+        raise common.UsageError("--best_checkpoint_metric=bleu needs --eval_bleu (dev-set "
+                                "decoding)")
+    dev_translation = None
+    if FLAGS.eval_bleu:
+        overrides = FLAGS.decode_hparams
+        if "beam_size" not in parse_overrides(overrides):
+            overrides = ",".join(filter(None, ("beam_size=1", overrides)))
+        settings = decode_hparams(overrides)
+        dev_translation = DevTranslation(problem, FLAGS.data_dir, settings,
+                                         FLAGS.eval_bleu_max_sentences)
+
+    def save_best(directory, step):
+        checkpoint_averaging.save_averaged(model, output_dir, directory, step)
+
+    return validation.Validation(output_dir, FLAGS.best_checkpoint_metric,
+                                 FLAGS.early_stopping_patience, dev_translation,
+                                 save_best=save_best)
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -207,11 +253,13 @@ def main(argv):
                                     seed=FLAGS.random_seed)
     dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
 
+    validator = _validation(problem, trainer.model, output_dir)
     if distribution.is_chief(strategy):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
     try:
         results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
-                                eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps)
+                                eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps,
+                                validation=validator)
     except TrainingInterrupted as interrupted:
         logging.info("%s", input_report(counters, hparams.max_length))
         print(f"stopped: {interrupted}", file=sys.stderr)

@@ -7,7 +7,44 @@ from syntax_t2t.models import losses
 from syntax_t2t.models.transformer import Transformer
 
 
-class ParseHeadTransformer(Transformer):
+class SupervisedHeadLosses:
+    """The loss and diagnostics of a Transformer with one supervised attention head.
+
+    The head's scores are `outputs[self.head_logits_key]` and the gold is
+    `self.gold_head_positions(features, source_ids)`; subclasses say how
+    much the head's loss weighs (`parse_loss_weight`). Used by the parse
+    heads below and by SISA's bi-affine head.
+    """
+
+    def parse_loss_weight(self):
+        """The weight of the head's loss in the total."""
+        raise NotImplementedError
+
+    def compute_losses(self, features, outputs):
+        """`"nmt"`, `"parse"` and `"total"` = nmt + parse_loss_weight * parse."""
+        result = super().compute_losses(features, outputs)
+        gold = self.gold_head_positions(features, self.source_ids(features))
+        parse = losses.parse_loss(outputs[self.head_logits_key], gold, self.hparams.parse_loss,
+                                  self.hparams.parse_label_smoothing)
+        result["parse"] = parse
+        weight = tf.cast(self.parse_loss_weight(), tf.float32)
+        result["total"] = result["nmt"] + weight * parse
+        return result
+
+    def training_diagnostics(self, features, outputs, losses_):
+        """Scalars logged beside the losses (training log and TensorBoard).
+
+        `"parse_share"`: the weighted parse loss's share of the total loss;
+        `"parse_entropy"`: the mean entropy (nats) of the parse head's rows,
+        to see whether the head is still near uniform attention.
+        """
+        gold = self.gold_head_positions(features, self.source_ids(features))
+        weighted = tf.cast(self.parse_loss_weight(), tf.float32) * losses_["parse"]
+        return {"parse_share": weighted / tf.maximum(losses_["total"], 1e-9),
+                "parse_entropy": losses.attention_entropy(outputs[self.head_logits_key], gold)}
+
+
+class ParseHeadTransformer(SupervisedHeadLosses, Transformer):
     """Transformer with one encoder head trained to attend to each token's head.
 
     The source is `<ROOT>`-prefixed inside the model (position 0 = ROOT,
@@ -15,7 +52,8 @@ class ParseHeadTransformer(Transformer):
     `parse_head` of encoder layer `parse_layer` is read as a head-selection
     parser: row i of its attention is the distribution of token i's head.
     Training adds `parse_loss_weight` times the cross-entropy of those rows
-    against the gold heads (rows of ROOT, `<EOS>` and padding excluded). The
+    against the gold heads (rows of ROOT, `<EOS>` and padding excluded), in
+    the form `parse_loss` selects (`losses.parse_loss`). The
     head's logits are returned as `"parse_logits"` at decoding time too, so
     the model parses without gold trees. Subclasses define the gold heads.
     """
@@ -28,6 +66,10 @@ class ParseHeadTransformer(Transformer):
         self.check_encoder_position("parse_layer", hp.parse_layer, "parse_head", [hp.parse_head])
         if hp.parse_loss_weight < 0:
             raise HParamsError(f"parse_loss_weight={hp.parse_loss_weight} must be >= 0")
+        check_parse_loss_hparams(hp)
+
+    def parse_loss_weight(self):
+        return self.hparams.parse_loss_weight
 
     def parse_head(self, layer_index):
         return self.hparams.parse_head if layer_index == self.hparams.parse_layer else None
@@ -44,12 +86,12 @@ class ParseHeadTransformer(Transformer):
         """
         raise NotImplementedError
 
-    def compute_losses(self, features, outputs):
-        """`"nmt"`, `"parse"` and `"total"` = nmt + parse_loss_weight * parse."""
-        result = super().compute_losses(features, outputs)
-        gold = self.gold_head_positions(features, self.source_ids(features))
-        parse = losses.head_selection_cross_entropy(outputs["parse_logits"], gold)
-        result["parse"] = parse
-        weight = tf.cast(self.hparams.parse_loss_weight, tf.float32)
-        result["total"] = result["nmt"] + weight * parse
-        return result
+
+def check_parse_loss_hparams(hp):
+    """Raises `HParamsError` for an unknown `parse_loss` or a smoothing outside [0, 1)."""
+    if hp.parse_loss not in losses.PARSE_LOSSES:
+        raise HParamsError(f"parse_loss={hp.parse_loss!r}: expected one of "
+                           f"{', '.join(losses.PARSE_LOSSES)}")
+    smoothing = hp.parse_label_smoothing
+    if smoothing is not None and not 0.0 <= smoothing < 1.0:
+        raise HParamsError(f"parse_label_smoothing={smoothing} must be in [0, 1)")

@@ -22,7 +22,8 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParamsError
-from syntax_t2t.models import losses, word_positions
+from syntax_t2t.models import word_positions
+from syntax_t2t.models.parse_head import SupervisedHeadLosses, check_parse_loss_hparams
 from syntax_t2t.models.transformer import Transformer
 
 
@@ -47,7 +48,7 @@ def parent_targets(heads, words=None):
 
 
 @registry.register_model("sisa")
-class Sisa(Transformer):
+class Sisa(SupervisedHeadLosses, Transformer):
     """Transformer with one bi-affine encoder head supervised to attend to parents.
 
     Trees are needed for training only (`src_heads`; with
@@ -73,6 +74,7 @@ class Sisa(Transformer):
             raise HParamsError(f"sisa_size={hp.sisa_size} must be >= 0 (0 = the head size)")
         if hp.sisa_loss_weight < 0:
             raise HParamsError(f"sisa_loss_weight={hp.sisa_loss_weight} must be >= 0")
+        check_parse_loss_hparams(hp)
 
     def encoder_attention_options(self, layer_index):
         options = super().encoder_attention_options(layer_index)
@@ -91,14 +93,6 @@ class Sisa(Transformer):
         words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
         return parent_targets(heads, words)
 
-    def compute_losses(self, features, outputs):
-        """`"nmt"`, `"parse"` (parent cross-entropy), `"total"` = nmt + weight * parse.
-
-        The weight is `sisa_loss_weight`.
-        """
-        result = super().compute_losses(features, outputs)
-        gold = self.gold_head_positions(features, self.source_ids(features))
-        parse = losses.head_selection_cross_entropy(outputs[self.head_logits_key], gold)
-        result["parse"] = parse
-        result["total"] = result["nmt"] + tf.cast(self.hparams.sisa_loss_weight, tf.float32) * parse
-        return result
+    def parse_loss_weight(self):
+        """`sisa_loss_weight`: the parent loss (in the `parse_loss` form) weighs this much."""
+        return self.hparams.sisa_loss_weight

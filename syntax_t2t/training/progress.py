@@ -10,11 +10,17 @@ package, which training has no other use for (viewing the logs needs it, of
 course).
 """
 
+import json
 import os
 
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
+
+from syntax_t2t import io_utils
+
+#: Training time, steps and target tokens of a run, summed over its sessions.
+TRAINING_TIME_FILE = "training_time.json"
 
 # What TensorBoard's scalar plugin marks its summaries with (plugin data
 # version 0 serialises to empty content).
@@ -57,13 +63,16 @@ class ProgressReporter:
 
     def __init__(self, output_dir, train_steps):
         self.train_steps = train_steps
+        self.output_dir = output_dir
+        self.totals = read_training_time(output_dir) if output_dir else None
         if output_dir is None:
             self._train_writer = self._eval_writer = tf.summary.create_noop_writer()
         else:
             self._train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
             self._eval_writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
 
-    def report_training(self, step, losses, tokens_per_second, steps_per_second, learning_rate):
+    def report_training(self, step, losses, tokens_per_second, steps_per_second, learning_rate,
+                        diagnostics=None):
         """Logs one progress line and writes the training scalars.
 
         Args:
@@ -72,19 +81,41 @@ class ProgressReporter:
             tokens_per_second: non-padding target tokens per second.
             steps_per_second: training steps per second.
             learning_rate: the current learning rate.
+            diagnostics: `{name: mean over the interval}` of the model's
+                `training_diagnostics` (a parse head's loss share and
+                attention entropy), written under `diagnostics/<name>`.
         """
+        diagnostics = diagnostics or {}
         remaining = max(0, self.train_steps - step)
         eta = format_duration(remaining / steps_per_second) if steps_per_second > 0 else "?"
-        logging.info("step %d/%d  %s  %.0f tokens/s  lr %.3g  ETA %s",
-                     step, self.train_steps, format_losses(losses), tokens_per_second,
+        extra = "".join(f"  {name} {value:.4f}" for name, value in sorted(diagnostics.items()))
+        logging.info("step %d/%d  %s%s  %.0f tokens/s  lr %.3g  ETA %s",
+                     step, self.train_steps, format_losses(losses), extra, tokens_per_second,
                      learning_rate, eta)
         with self._train_writer.as_default():
             for name, value in losses.items():
                 write_scalar(f"loss/{name}", value, step)
+            for name, value in diagnostics.items():
+                write_scalar(f"diagnostics/{name}", value, step)
             write_scalar("tokens_per_second", tokens_per_second, step)
             write_scalar("steps_per_second", steps_per_second, step)
             write_scalar("learning_rate", learning_rate, step)
         self._train_writer.flush()
+
+    def add_training_time(self, seconds, tokens, steps):
+        """Adds an interval's training time (saving and evaluating left out) to the run's total.
+
+        Kept in `<output_dir>/training_time.json`, so that a resumed run's
+        total covers every session: the training cost of a run, and its mean
+        speed, without the evaluations' decoding.
+        """
+        if self.totals is None:
+            return
+        self.totals["seconds"] += float(seconds)
+        self.totals["tokens"] += float(tokens)
+        self.totals["steps"] += int(steps)
+        io_utils.atomic_write_text(os.path.join(self.output_dir, TRAINING_TIME_FILE),
+                                   json.dumps(self.totals) + "\n")
 
     def report_evaluation(self, step, results):
         """Logs and writes a dev-set evaluation.
@@ -103,3 +134,15 @@ class ProgressReporter:
     def close(self):
         self._train_writer.close()
         self._eval_writer.close()
+
+
+def read_training_time(output_dir):
+    """`{"seconds", "tokens", "steps"}` trained so far in `output_dir` (zeros for a new run)."""
+    path = os.path.join(output_dir, TRAINING_TIME_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as stream:
+            try:
+                return json.load(stream)
+            except json.JSONDecodeError:
+                logging.warning("%s is not valid JSON; the run's training time starts again", path)
+    return {"seconds": 0.0, "tokens": 0.0, "steps": 0}

@@ -100,6 +100,7 @@ class Trainer:
         self.checkpoint = None  # created by `train`, with the input's iterator
         self._feature_keys = tuple(sorted(self.model.train_features))
         self._loss_names = None
+        self._diagnostic_names = ()
         self._sums = None
         self._train_step = None
         self._eval_step = None
@@ -150,12 +151,23 @@ class Trainer:
                 raise ModelContractError(
                     f"model {type(self.model).__name__}.compute_losses must return 'total', "
                     f"got {sorted(losses)}")
+            diagnostics = self._diagnostics(batch, outputs, losses)
+            self._diagnostic_names = tuple(sorted(diagnostics))
             self.optimizer.build(self.model.trainable_variables)
             # Running sums of the current reporting interval; not checkpointed.
             self._sums = {name: tf.Variable(0.0, trainable=False, name=f"sum_{name}")
-                          for name in tuple(sorted(losses)) + ("tokens", "steps", "finite_steps")}
+                          for name in tuple(sorted(losses)) + self._diagnostic_names
+                          + ("tokens", "steps", "finite_steps")}
         # Set last: it marks the trainer as built.
         self._loss_names = tuple(sorted(losses))
+
+    def _diagnostics(self, batch, outputs, losses):
+        """The model's `training_diagnostics` (scalars logged beside the losses), or {}."""
+        function = getattr(self.model, "training_diagnostics", None)
+        if function is None:
+            return {}
+        return {name: tf.cast(value, tf.float32)
+                for name, value in function(batch, outputs, losses).items()}
 
     # Compiled steps --------------------------------------------------------
 
@@ -170,6 +182,7 @@ class Trainer:
             loss = self.optimizer.scale_loss(losses["total"] / replicas)
         gradients = tape.gradient(loss, self.model.trainable_variables)
         report = {name: tf.cast(losses[name], tf.float32) for name in self._loss_names}
+        report.update(self._diagnostics(batch, outputs, losses))
         report["tokens"] = metrics.target_token_count(batch["targets"])
         return report, gradients
 
@@ -192,7 +205,7 @@ class Trainer:
         # Every replica holds the same verdict (see nonfinite.all_finite).
         finite = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica["finite"],
                                       axis=None) > 0.5
-        for name in self._loss_names:
+        for name in self._loss_names + self._diagnostic_names:
             mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica[name], axis=None)
             self._sums[name].assign_add(tf.where(finite, mean, 0.0))
         tokens = self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica["tokens"], axis=None)
@@ -210,6 +223,8 @@ class Trainer:
         outputs = self.model(batch, training=False)
         losses = self.model.compute_losses(batch, outputs)
         counts = {f"loss/{name}": tf.cast(losses[name], tf.float32) for name in self._loss_names}
+        counts.update({f"diagnostics/{name}": value
+                       for name, value in self._diagnostics(batch, outputs, losses).items()})
         counts["batches"] = tf.constant(1.0)
         counts["correct_tokens"], counts["target_tokens"] = metrics.token_accuracy_counts(
             outputs["logits"], batch["targets"])
@@ -298,15 +313,17 @@ class Trainer:
                 totals[name] = totals.get(name, 0.0) + float(value)
         if not totals:
             raise ValueError("the evaluation dataset is empty")
-        results = {name: totals[name] / totals["batches"]
-                   for name in totals if name.startswith("loss/")}
+        results = {name: totals[name] / totals["batches"] for name in totals
+                   if name.startswith(("loss/", "diagnostics/"))}
         results["token_accuracy"] = totals["correct_tokens"] / max(totals["target_tokens"], 1.0)
         if "words" in totals:
             results["uas"] = totals["correct_heads"] / max(totals["words"], 1.0)
         return results
 
     def _read_interval(self):
-        """Means of the losses and sums of tokens/steps since the last read; resets them.
+        """Means of the losses (diagnostics included) and sums of tokens/steps since the last read.
+
+        Resets the sums.
 
         Batches refused for a non-finite loss are left out of the means (NaN
         when the interval had no other).
@@ -316,7 +333,7 @@ class Trainer:
             variable.assign(0.0)
         finite_steps = values["finite_steps"]
         losses = {name: values[name] / finite_steps if finite_steps else float("nan")
-                  for name in self._loss_names}
+                  for name in self._loss_names + self._diagnostic_names}
         return losses, values["tokens"], values["steps"]
 
     @property
@@ -388,7 +405,8 @@ class Trainer:
                 logging.info("dev loss %.4f is worse than at the previous evaluation: learning "
                              "rate halved to %.3g", results["loss/total"], self._learning_rate())
 
-    def train(self, train_dataset, train_steps, eval_dataset=None, eval_every=0, eval_steps=100):
+    def train(self, train_dataset, train_steps, eval_dataset=None, eval_every=0, eval_steps=100,
+              validation=None):
         """Trains until the global step reaches `train_steps`, resuming from the newest checkpoint.
 
         Args:
@@ -398,6 +416,9 @@ class Trainer:
             eval_every: evaluate every this many steps (and at the end);
                 0 evaluates only at the end.
             eval_steps: dev batches per evaluation (all when <= 0).
+            validation: a `validation.Validation` told of every evaluation
+                (history, dev-set BLEU, best checkpoint, early stopping), or
+                None.
 
         Returns:
             The results of the last evaluation (see `evaluate`), or {} when
@@ -425,6 +446,10 @@ class Trainer:
         self.build(self._local_batch(first_batch))
         iterator, batch = self._prepare_input(distributed, iterator, first_batch)
         step = int(self.global_step.numpy())
+        if validation is not None and validation.stopped_early is not None:
+            logging.info("this run stopped early at step %d (see %s); nothing to train",
+                         validation.stopped_early, validation.output_dir)
+            return {}
         if step >= train_steps:
             logging.info("global step %d already reaches --train_steps=%d; nothing to train",
                          step, train_steps)
@@ -449,8 +474,10 @@ class Trainer:
                         nonfinite_count = self._check_nonfinite(nonfinite_count)
                         losses, tokens, steps = self._read_interval()
                         elapsed = max(time.perf_counter() - interval_start, 1e-9)
+                        reporter.add_training_time(elapsed, tokens, steps)
+                        diagnostics = {name: losses.pop(name) for name in self._diagnostic_names}
                         reporter.report_training(step, losses, tokens / elapsed, steps / elapsed,
-                                                 self._learning_rate())
+                                                 self._learning_rate(), diagnostics)
                         interval_start = time.perf_counter()
                     pause_start = time.perf_counter()
                     if step % self.save_checkpoints_steps == 0 or last:
@@ -459,10 +486,18 @@ class Trainer:
                         self.checkpoint.save()
                         saved_step = step
                     evaluate_now = last or (eval_every > 0 and step % eval_every == 0)
+                    stop_early = False
                     if eval_dataset is not None and evaluate_now:
                         results = self.evaluate(eval_dataset, eval_steps)
+                        if validation is not None and self._chief:
+                            results, stop_early = validation.after_evaluation(
+                                step, results, self.model)
                         reporter.report_evaluation(step, results)
                         self._observe_dev_loss(results)
+                    if stop_early:
+                        if step != saved_step:
+                            self.checkpoint.save()
+                        break
                     interval_start += time.perf_counter() - pause_start
                     if not last:
                         batch = next(iterator)

@@ -1,0 +1,110 @@
+"""`bin/grid`: one command for a head-to-head comparison of systems over seeds.
+
+    bin/grid --experiment=multi30k_cs_en_syntax --output_dir=G \\
+        --data_dir=D --tmp_dir=T --treebank_dir=../shared/data/pud
+
+trains every (system, seed) of the registered experiment that is not
+finished (resuming interrupted runs from their newest checkpoint), decodes
+its test sets with the chosen checkpoint, scores them, and writes
+`G/results.md`, `G/results.json` and plots (`syntax_t2t/grid/`). Running the
+same command again redoes nothing that finished. `--systems` and `--seeds`
+restrict the runs; `--num_tasks=N --task_id=I` gives this process every N-th
+run, so that N machines (or GPUs) sharing `G` split the grid; each task
+writes the report of whatever has finished so far (`--report_only` just
+writes it).
+
+Everything that can be checked is checked before anything trains: the
+experiment's problem, models, hparams sets and overrides (each model is
+built with the problem's vocabularies), the generated data, the test files,
+and that no run directory holds another configuration.
+"""
+
+import os
+import shlex
+import sys
+
+from absl import flags, logging
+
+from syntax_t2t import registry
+from syntax_t2t.cli import common
+from syntax_t2t.grid import experiment as experiment_lib
+from syntax_t2t.grid import report, runner
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("experiment", None, "Registered experiment (see --registry_help).")
+flags.DEFINE_string("tmp_dir", None, "Value of {tmp_dir} in the experiment's file names "
+                    "(where bin/datagen found the raw data).")
+flags.DEFINE_string("treebank_dir", None, "Value of {treebank_dir} in the experiment's file "
+                    "names: a directory of gold treebanks (e.g. UD PUD) for the parse tests.")
+flags.DEFINE_list("systems", [], "Only these systems (default: all).")
+flags.DEFINE_list("seeds", [], "Only these seeds (default: each system's).")
+flags.DEFINE_integer("num_tasks", 1, "Split the runs over this many tasks.", lower_bound=1)
+flags.DEFINE_integer("task_id", 0, "This task's number, 0 .. num_tasks - 1.", lower_bound=0)
+flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
+flags.DEFINE_integer("bootstrap_samples", 1000, "Resamples of the significance tests.",
+                     lower_bound=1)
+
+
+def _command():
+    return " ".join(["bin/grid"] + [shlex.quote(argument) for argument in sys.argv[1:]])
+
+
+def _paths():
+    paths = {"data_dir": FLAGS.data_dir}
+    if FLAGS.tmp_dir:
+        paths["tmp_dir"] = FLAGS.tmp_dir
+    if FLAGS.treebank_dir:
+        paths["treebank_dir"] = FLAGS.treebank_dir
+    return paths
+
+
+def _check_files(grid_runner):
+    """Every test file exists (before hours of training, not after)."""
+    experiment = grid_runner.experiment
+    for test in experiment.translation_tests:
+        for template in (test.source, test.reference):
+            _require_file(grid_runner.path(template), f"test set {test.name}")
+    for test in experiment.parse_tests:
+        _require_file(grid_runner.path(test.gold), f"parse test {test.name}")
+
+
+def _require_file(path, what):
+    if not os.path.isfile(path):
+        raise common.UsageError(f"{what}: {path} does not exist")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    common.require("experiment", "output_dir", "data_dir")
+    experiment = registry.experiment(FLAGS.experiment)
+    problem = registry.problem(experiment.problem)
+    problem.filepaths(FLAGS.data_dir, "train")  # names the datagen command when data is missing
+    experiment_lib.check(experiment, FLAGS.experiment, problem.vocab_sizes(FLAGS.data_dir))
+    try:
+        seeds = [int(seed) for seed in FLAGS.seeds]
+    except ValueError:
+        raise common.UsageError(f"--seeds={','.join(FLAGS.seeds)}: seeds are integers") from None
+    grid_runner = runner.GridRunner(experiment, FLAGS.experiment, FLAGS.output_dir, _paths(),
+                                    [f"--usr_dir={FLAGS.usr_dir}"] if FLAGS.usr_dir else [])
+    _check_files(grid_runner)
+    everything = runner.plan(experiment, FLAGS.output_dir)
+    mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
+                        FLAGS.num_tasks, FLAGS.task_id)
+    if not FLAGS.report_only:
+        for run in mine:  # refuse a foreign directory before anything trains
+            grid_runner.claim(run)
+        for number, run in enumerate(mine, start=1):
+            logging.info("run %d of %d: %s", number, len(mine), run.name)
+            grid_runner.execute(run)
+            report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
+    written = report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
+    finished = sum(len(system["runs"]) for system in written["systems"].values())
+    print(f"{finished} of {len(everything)} runs finished; report in "
+          f"{FLAGS.output_dir}/results.md")
+
+
+def run():
+    """Entry point of `bin/grid` and `syntax-t2t-grid`."""
+    common.run(main, extra_user_errors=(experiment_lib.ExperimentError, runner.GridError))

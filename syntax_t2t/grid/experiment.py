@@ -1,0 +1,188 @@
+"""What `bin/grid` runs: an experiment of systems, seeds, a training budget and test sets.
+
+An experiment is registered like an hparams set, by a function returning an
+`Experiment`:
+
+    @registry.register_experiment
+    def multi30k_cs_en_syntax():
+        return Experiment(
+            problem="multi30k_syntax_cs_en_subword", hparams_set="transformer_multi30k_cpu",
+            systems=[System("transformer", "transformer"),
+                     System("dep_parse", "dep_parse", hparams="parse_layer=1")],
+            seeds=[1, 2, 3], baseline="transformer", ...)
+
+Paths of test files may name `{data_dir}`, `{tmp_dir}`, `{problem}` and
+`{treebank_dir}` (a directory of gold treebanks such as UD's PUD), which
+`bin/grid` fills from its flags.
+"""
+
+import dataclasses
+from typing import Optional, Sequence
+
+from syntax_t2t import registry
+from syntax_t2t.hparams import HParamsError, parse_overrides
+
+CHECKPOINT_CHOICES = ("best", "last", "average")
+
+
+class ExperimentError(ValueError):
+    """An experiment that cannot run: an unknown system, model or hparams set, a bad setting."""
+
+
+@dataclasses.dataclass(frozen=True)
+class System:
+    """One system of the comparison.
+
+    Attributes:
+        name: its name in the results (also its run directory).
+        model: a registered model.
+        hparams: overrides of the experiment's hparams set, `--hparams` syntax.
+        hparams_set: another hparams set than the experiment's (None = the experiment's).
+        seeds: the seeds of this system (None = the experiment's).
+    """
+
+    name: str
+    model: str
+    hparams: str = ""
+    hparams_set: Optional[str] = None
+    seeds: Optional[tuple] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationTest:
+    """A test set scored with BLEU and chrF.
+
+    Attributes:
+        name: e.g. `test_2016_flickr`.
+        source: what `bin/decode` reads (CoNLL-U for models that need trees).
+        reference: the reference translations, raw (untokenised) where the
+            problem tokenised its targets: then the output is detokenised.
+        detokenize: decode with `--detokenize` (problems that tokenised raw
+            targets, such as Multi30k).
+    """
+
+    name: str
+    source: str
+    reference: str
+    detokenize: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseTest:
+    """Gold trees on which the parse heads are scored (UAS/LAS), beside the teacher parser.
+
+    Attributes:
+        name: e.g. `pud_cs`.
+        gold: a CoNLL-U file of gold trees.
+        teacher_parser: a `--parser` spec whose parse of the gold words is
+            scored too (None = the parser the problem's data was built with,
+            when it recorded one).
+    """
+
+    name: str
+    gold: str
+    teacher_parser: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """A head-to-head comparison (see the module docstring).
+
+    Attributes:
+        problem: the registered problem all systems train on.
+        hparams_set: the registered hparams set of every system (unless a
+            system names its own).
+        systems: the systems compared.
+        baseline: the name of the system the others are compared with.
+        seeds: the training seeds of every system (unless a system names its own).
+        train_steps: the most steps a run trains (its budget).
+        eval_every: steps between dev evaluations (also checkpoint saves).
+        early_stopping_patience: evaluations without improvement before a
+            run stops (0 = train the whole budget).
+        best_checkpoint_metric: `bleu`, `loss` or `uas` (see `bin/train`).
+        checkpoint: which weights are tested: `best` (by the metric), `last`,
+            or `average` (of the last `average_checkpoints` checkpoints).
+        average_checkpoints: how many checkpoints `average` averages.
+        decode_hparams: the test decoding's settings.
+        translation_tests: the test sets scored with BLEU.
+        parse_tests: gold trees for the parse heads.
+        eval_bleu_max_sentences: dev sentences decoded per evaluation (0 = all).
+        keep_checkpoint_max: checkpoints kept per run.
+        description: one paragraph for the report.
+    """
+
+    problem: str
+    hparams_set: str
+    systems: Sequence[System]
+    baseline: str
+    seeds: Sequence[int] = (1,)
+    train_steps: int = 10_000
+    eval_every: int = 500
+    early_stopping_patience: int = 3
+    best_checkpoint_metric: str = "bleu"
+    checkpoint: str = "best"
+    average_checkpoints: int = 5
+    decode_hparams: str = "beam_size=4,alpha=0.6"
+    translation_tests: Sequence[TranslationTest] = ()
+    parse_tests: Sequence[ParseTest] = ()
+    eval_bleu_max_sentences: int = 0
+    keep_checkpoint_max: int = 5
+    description: str = ""
+
+    def system(self, name):
+        for system in self.systems:
+            if system.name == name:
+                return system
+        raise ExperimentError(f"no system {name!r}; the experiment has "
+                              f"{', '.join(s.name for s in self.systems)}")
+
+    def seeds_of(self, system):
+        return tuple(system.seeds if system.seeds is not None else self.seeds)
+
+    def hparams_set_of(self, system):
+        return system.hparams_set or self.hparams_set
+
+
+def check(experiment, name, vocab_sizes=None):
+    """Raises `ExperimentError` naming `name` and the entry for anything that cannot run.
+
+    Checks that the problem, every model and hparams set is registered, every
+    override is a parameter of its set with a value of the right type, names
+    are unique and the baseline exists; with the problem's `vocab_sizes`,
+    also builds each model, which checks its hparams (layers and heads that
+    exist, known options).
+    """
+    def fail(message):
+        raise ExperimentError(f"experiment {name}: {message}")
+
+    if experiment.problem not in registry.problems:
+        fail(f"unknown problem {experiment.problem!r}")
+    names = [system.name for system in experiment.systems]
+    if len(set(names)) != len(names):
+        fail(f"system names are not unique: {', '.join(names)}")
+    if experiment.baseline not in names:
+        fail(f"the baseline {experiment.baseline!r} is not one of its systems ({', '.join(names)})")
+    if experiment.checkpoint not in CHECKPOINT_CHOICES:
+        fail(f"checkpoint={experiment.checkpoint!r}: expected one of "
+             f"{', '.join(CHECKPOINT_CHOICES)}")
+    if experiment.eval_every < 1 or experiment.train_steps < experiment.eval_every:
+        fail(f"train_steps={experiment.train_steps} and eval_every={experiment.eval_every} must "
+             f"satisfy 1 <= eval_every <= train_steps")
+    for system in experiment.systems:
+        where = f"system {system.name!r}"
+        if not system.name or "/" in system.name or system.name.startswith("."):
+            fail(f"{where}: a system name must be a plain directory name")
+        if system.model not in registry.models:
+            fail(f"{where}: unknown model {system.model!r}")
+        hparams_set = experiment.hparams_set_of(system)
+        if hparams_set not in registry.hparams_sets:
+            fail(f"{where}: unknown hparams set {hparams_set!r}")
+        if not experiment.seeds_of(system):
+            fail(f"{where}: no seeds")
+        try:
+            parse_overrides(system.hparams)
+            hparams = registry.hparams(hparams_set).parse(system.hparams)
+            if vocab_sizes is not None:
+                registry.model(system.model)(hparams, vocab_sizes)
+        except (HParamsError, ValueError, KeyError) as error:
+            fail(f"{where}: {error}")

@@ -1,0 +1,186 @@
+"""The report of a grid: `results.md`, `results.json` and the plots, from the finished runs.
+
+Rows are written for every system with at least one scored run, so a grid
+that spans several sessions reports what has arrived (the seed counts say
+how much). Per test set and system: cased sacreBLEU and chrF as mean ± sample
+standard deviation over seeds and each seed's value; the difference of the
+means against the baseline with the seed-aware significance test
+(`evaluation/seed_significance.py`, all seeds of both systems) and, per seed
+that both systems have, sacreBLEU's paired bootstrap of that pair; the parse
+heads' UAS/LAS on gold trees beside the teacher parser's; steps, training
+wall time and target tokens/s of each run.
+"""
+
+import os
+import statistics
+
+from syntax_t2t import io_utils
+from syntax_t2t.evaluation import seed_significance, translation
+from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
+from syntax_t2t.grid import runner
+from syntax_t2t.training import validation
+
+
+def _mean_sd(values):
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def _format(mean, sd, digits=2):
+    if mean is None:
+        return ""
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def _hours(seconds):
+    minutes = int(round(seconds / 60))
+    return f"{minutes // 60}h{minutes % 60:02d}"
+
+
+def collect(grid_runner, runs):
+    """`{system name: [scores of each scored run, by seed]}` in the experiment's order."""
+    collected = {}
+    for run in runs:
+        scores = runner.read_json(os.path.join(run.directory, runner.SCORES_FILE))
+        if scores is not None:
+            collected.setdefault(run.system.name, []).append((run, scores))
+    return collected
+
+
+def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES):
+    """The report as a JSON-able dict (see the module docstring)."""
+    experiment = grid_runner.experiment
+    collected = collect(grid_runner, runs)
+    report = {"experiment": grid_runner.name, "command": command,
+              "problem": experiment.problem, "hparams_set": experiment.hparams_set,
+              "baseline": experiment.baseline, "checkpoint": experiment.checkpoint,
+              "decode_hparams": experiment.decode_hparams, "systems": {}, "tests": {},
+              "parse_tests": {}}
+    for name, entries in collected.items():
+        report["systems"][name] = {
+            "model": experiment.system(name).model, "hparams": experiment.system(name).hparams,
+            "runs": [scores for _, scores in entries]}
+    baseline = collected.get(experiment.baseline, [])
+    for test in experiment.translation_tests:
+        references = translation.read_segments(grid_runner.path(test.reference))
+        outputs = {name: {run.seed: translation.read_segments(
+            os.path.join(run.directory, "tests", f"{test.name}.hyp")) for run, _ in entries}
+            for name, entries in collected.items()}
+        rows = {}
+        for name, entries in collected.items():
+            bleu = [scores["translation"][test.name]["BLEU"] for _, scores in entries]
+            chrf = [scores["translation"][test.name]["chrF"] for _, scores in entries]
+            row = {"seeds": [run.seed for run, _ in entries], "BLEU": bleu, "chrF": chrf,
+                   "BLEU_mean_sd": _mean_sd(bleu), "chrF_mean_sd": _mean_sd(chrf)}
+            if name != experiment.baseline and baseline:
+                base = outputs[experiment.baseline]
+                mine = outputs[name]
+                comparison = seed_significance.compare_translations(
+                    list(base.values()), list(mine.values()), references, samples=samples)
+                row["vs_baseline"] = {"delta": comparison.delta, "p_value": comparison.p_value,
+                                      "ci": [comparison.ci_low, comparison.ci_high],
+                                      "seeds": list(comparison.seeds)}
+                per_seed = {}
+                for seed in sorted(set(base) & set(mine)):
+                    result = translation.paired_bootstrap((experiment.baseline, base[seed]),
+                                                          [(name, mine[seed])], references,
+                                                          samples=samples)
+                    per_seed[str(seed)] = next(c.p_value for c in result if c.metric == "BLEU")
+                row["per_seed_bootstrap_p"] = per_seed
+            rows[name] = row
+        report["tests"][test.name] = rows
+    for test in experiment.parse_tests:
+        heads = {name: [scores["parse"][test.name]["UAS"] for _, scores in entries
+                        if test.name in scores.get("parse", {})]
+                 for name, entries in collected.items()}
+        report["parse_tests"][test.name] = {
+            "teacher": grid_runner.teacher_parse(test),
+            "systems": {name: {"UAS": values, "UAS_mean_sd": _mean_sd(values)}
+                        for name, values in heads.items() if values}}
+    return report
+
+
+def markdown(report, experiment):
+    """`results.md` of a report."""
+    lines = [f"# Experiment `{report['experiment']}`", ""]
+    if experiment.description:
+        lines += [experiment.description, ""]
+    lines += ["```sh", report["command"], "```", "",
+              f"Problem `{report['problem']}`, hparams set `{report['hparams_set']}`, tested "
+              f"checkpoint: {report['checkpoint']}, decoding `{report['decode_hparams']}`. "
+              f"Baseline: `{report['baseline']}`.", ""]
+    for test, rows in report["tests"].items():
+        lines += [f"## {test}: translation", "",
+                  "| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
+                  "Δ BLEU | 95% CI | p (all seeds) | p per seed (paired bootstrap) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for name, row in rows.items():
+            versus = row.get("vs_baseline")
+            per_seed = ", ".join(f"s{seed}: {p:.3f}"
+                                 for seed, p in row.get("per_seed_bootstrap_p", {}).items())
+            lines.append(
+                f"| {name} | {len(row['seeds'])} | {_format(*row['BLEU_mean_sd'])} | "
+                f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
+                f"{_format(*row['chrF_mean_sd'])} | "
+                + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
+                   f"{versus['p_value']:.3f}" if versus else " |  | ")
+                + f" | {per_seed} |")
+        lines.append("")
+    for test, block in report["parse_tests"].items():
+        teacher = block["teacher"]
+        lines += [f"## {test}: parse heads on gold trees", ""]
+        if teacher:
+            lines += [f"Teacher parser `{teacher['parser']}`: UAS {teacher['UAS']:.2f}.", ""]
+        lines += ["| system | UAS (mean ± sd) | per seed | % of the teacher's UAS |",
+                  "|---|---|---|---|"]
+        for name, row in block["systems"].items():
+            mean = row["UAS_mean_sd"][0]
+            share = f"{100 * mean / teacher['UAS']:.1f}" if teacher and teacher["UAS"] else ""
+            lines.append(f"| {name} | {_format(*row['UAS_mean_sd'])} | "
+                         f"{', '.join(f'{v:.2f}' for v in row['UAS'])} | {share} |")
+        lines.append("")
+    lines += ["## Training", "",
+              "| run | steps | best step (dev " + experiment.best_checkpoint_metric + ") | "
+              "early stop | wall time | target tokens/s |", "|---|---|---|---|---|---|"]
+    for name, system in report["systems"].items():
+        for scores in system["runs"]:
+            lines.append(_training_row(name, scores))
+    lines += ["", "Significance: 'p (all seeds)' is the two-level paired bootstrap over test "
+              "sentences and training seeds (Clark et al. 2011; "
+              "`syntax_t2t/evaluation/seed_significance.py`), 'p per seed' sacreBLEU's paired "
+              "bootstrap of the two systems' runs with the same seed. Settings were chosen on "
+              "the dev set; test scores are reported once.", ""]
+    return "\n".join(lines)
+
+
+def _training_row(name, scores):
+    best = scores.get("best") or {}
+    best_text = f"{best['step']} ({best['value']:.2f})" if best else ""
+    speed = scores.get("tokens_per_second")
+    return (f"| {name} seed {scores['seed']} | {scores['steps']} | {best_text} | "
+            f"{scores.get('stopped_early') or 'no'} | {_hours(scores['train_seconds'])} | "
+            f"{f'{speed:.0f}' if speed else ''} |")
+
+
+def write(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES):
+    """Writes `results.json`, `results.md` and the plots into the grid directory; returns the report."""
+    report = build(grid_runner, runs, command, samples)
+    output_dir = grid_runner.output_dir
+    runner.write_json(os.path.join(output_dir, "results.json"), report)
+    io_utils.atomic_write_text(os.path.join(output_dir, "results.md"),
+                               markdown(report, grid_runner.experiment))
+    for test, rows in report["tests"].items():
+        if rows:
+            plot_system_scores({name: row["BLEU"] for name, row in rows.items()},
+                               os.path.join(output_dir, f"bleu_{test}.png"))
+    curves, best_steps = {}, {}
+    for run in runs:
+        history = validation.read_history(run.directory) if os.path.isdir(run.directory) else None
+        if history and history["evaluations"]:
+            curves[run.name] = history["evaluations"]
+            best_steps[run.name] = (history.get("best") or {}).get("step")
+    if curves:
+        plot_learning_curves(curves, os.path.join(output_dir, "learning_curves.png"),
+                             title=grid_runner.name, best_steps=best_steps)
+    return report

@@ -1,0 +1,345 @@
+"""Running an experiment's (system, seed) pairs: train, pick a checkpoint, decode, score.
+
+Layout of the grid directory `G` (`bin/grid --output_dir`):
+
+    G/runs/<system>/seed<k>/          a bin/train run directory, plus
+        grid.json                     what defines the run, and which stages are done
+        train.log                     bin/train's output, appended per invocation
+        tests/<test>.hyp              test translations of the chosen checkpoint
+        tests/<parse test>.conllu     the parse head's trees of gold-treebank words
+        scores.json                   the run's scores and training figures
+    G/teacher/<parse test>.conllu     the teacher parser's trees of the same words
+    G/results.md, results.json, *.png the report (`grid/report.py`)
+
+Every stage runs the project's own programs as subprocesses (bin/train,
+bin/average_checkpoints, bin/decode, bin/parse), so a run is exactly what a
+user gets by typing the commands, each program's resumption and checks
+apply, and a crash in one run cannot leave TensorFlow state behind for the
+next. A stage is marked done in `grid.json` (atomically) only after its
+program succeeded, so an interrupted grid redoes the interrupted stage (a
+training stage resumes from the run's newest checkpoint) and nothing that
+finished. `grid.json` also records the run's configuration: a directory
+holding another configuration is refused, never overwritten.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from absl import logging
+
+from syntax_t2t import io_utils, registry
+from syntax_t2t.evaluation import attachment, translation
+from syntax_t2t.grid.experiment import ExperimentError
+from syntax_t2t.models.parse_head import SupervisedHeadLosses
+from syntax_t2t.training import progress, validation
+
+STATE_FILE = "grid.json"
+SCORES_FILE = "scores.json"
+
+
+class GridError(RuntimeError):
+    """A stage of a run failed, or a run directory belongs to another configuration."""
+
+
+def tool_command(name):
+    """The command that runs the project's program `name` (`bin/<name>` or its console script)."""
+    script = Path(__file__).resolve().parents[2] / "bin" / name
+    if script.is_file():
+        return [sys.executable, str(script)]
+    console = Path(sys.executable).parent / f"syntax-t2t-{name.replace('_', '-')}"
+    if console.is_file():
+        return [str(console)]
+    raise GridError(f"cannot find the program {name}: neither {script} nor {console} exists")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One (system, seed) of an experiment."""
+
+    system: object
+    seed: int
+    directory: str
+
+    @property
+    def name(self):
+        return f"{self.system.name}/seed{self.seed}" if self.system else self.directory
+
+
+def plan(experiment, output_dir, systems=None, seeds=None):
+    """Every run of the experiment, optionally only some systems and seeds.
+
+    Seed by seed, systems in the experiment's order within a seed: the first
+    seed of every system comes before anyone's second, so that a grid cut
+    short has compared every system once.
+
+    Raises:
+        ExperimentError: a requested system is not in the experiment.
+    """
+    chosen = experiment.systems
+    if systems:
+        chosen = [experiment.system(name) for name in systems]
+    every_seed = sorted({seed for system in chosen for seed in experiment.seeds_of(system)})
+    runs = []
+    for seed in every_seed:
+        if seeds and seed not in seeds:
+            continue
+        for system in chosen:
+            if seed in experiment.seeds_of(system):
+                runs.append(Run(system, seed, os.path.join(output_dir, "runs", system.name,
+                                                           f"seed{seed}")))
+    return runs
+
+
+def share(runs, num_tasks, task_id):
+    """The runs task `task_id` of `num_tasks` does: every `num_tasks`-th, from `task_id`."""
+    if not 0 <= task_id < num_tasks:
+        raise ExperimentError(f"--task_id={task_id} must be in 0 .. {num_tasks - 1}")
+    return [run for index, run in enumerate(runs) if index % num_tasks == task_id]
+
+
+def read_json(path, default=None):
+    if not os.path.exists(path):
+        return default
+    with open(path, encoding="utf-8") as stream:
+        try:
+            return json.load(stream)
+        except json.JSONDecodeError as error:
+            raise GridError(f"{path}: not valid JSON ({error}); delete it to redo that "
+                            f"stage") from None
+
+
+def write_json(path, value):
+    io_utils.atomic_write_text(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
+
+
+class GridRunner:
+    """Runs the stages of an experiment's runs.
+
+    Args:
+        experiment: the `Experiment`.
+        name: its registered name (for messages and the report).
+        output_dir: the grid directory `G`.
+        paths: the values of `{data_dir}`, `{tmp_dir}`, `{treebank_dir}` in
+            the experiment's file names (`data_dir` is also where the data is).
+        extra_flags: flags passed to every program (e.g. `--usr_dir=...`).
+    """
+
+    def __init__(self, experiment, name, output_dir, paths, extra_flags=()):
+        self.experiment = experiment
+        self.name = name
+        self.output_dir = output_dir
+        self.paths = dict(paths, problem=experiment.problem)
+        self.data_dir = paths["data_dir"]
+        self.extra_flags = list(extra_flags)
+
+    def path(self, template):
+        """A file name of the experiment with `{data_dir}` and the others filled in."""
+        try:
+            return template.format(**self.paths)
+        except KeyError as error:
+            raise ExperimentError(f"experiment {self.name}: {template!r} names {error}, which is "
+                                  f"not one of {', '.join(sorted(self.paths))}") from None
+
+    # Configuration -------------------------------------------------------
+
+    def config(self, run):
+        """What defines a run: a directory with another configuration is refused."""
+        experiment = self.experiment
+        system = run.system
+        return {"experiment": self.name, "problem": experiment.problem, "model": system.model,
+                "hparams_set": experiment.hparams_set_of(system), "hparams": system.hparams,
+                "seed": run.seed, "train_steps": experiment.train_steps,
+                "eval_every": experiment.eval_every,
+                "early_stopping_patience": experiment.early_stopping_patience,
+                "best_checkpoint_metric": experiment.best_checkpoint_metric,
+                "data_dir": os.path.abspath(self.data_dir)}
+
+    def claim(self, run):
+        """The run's state; records its configuration, or refuses another one's directory."""
+        path = os.path.join(run.directory, STATE_FILE)
+        state = read_json(path)
+        config = self.config(run)
+        if state is None:
+            if os.path.isdir(run.directory) and os.listdir(run.directory):
+                has_run = os.path.exists(os.path.join(run.directory, "hparams.json"))
+                if has_run:
+                    logging.info("%s: adopting the bin/train run already in %s", run.name,
+                                 run.directory)
+            os.makedirs(run.directory, exist_ok=True)
+            state = {"config": config, "done": {}, "wall_seconds": 0.0}
+            write_json(path, state)
+            return state
+        if state.get("config") != config:
+            differences = sorted(key for key in set(config) | set(state.get("config", {}))
+                                 if config.get(key) != state.get("config", {}).get(key))
+            raise GridError(
+                f"{run.directory} holds a run of another configuration (differs in "
+                f"{', '.join(differences)}); it is not overwritten: choose another --output_dir "
+                f"or delete that directory")
+        return state
+
+    def _save_state(self, run, state):
+        write_json(os.path.join(run.directory, STATE_FILE), state)
+
+    # Stages ----------------------------------------------------------------
+
+    def _call(self, run, command, log_name):
+        """Runs a program, its output appended to the run's log; raises `GridError` on failure."""
+        log_path = os.path.join(run.directory, log_name)
+        logging.info("%s: %s", run.name, " ".join(command))
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"\n$ {' '.join(command)}\n")
+            log.flush()
+            result = subprocess.run(command + self.extra_flags, stdout=log, stderr=log,
+                                    stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise GridError(f"{run.name}: {command[1] if len(command) > 1 else command[0]} exited "
+                            f"with status {result.returncode}; see {log_path}")
+
+    def train(self, run, state):
+        experiment = self.experiment
+        system = run.system
+        command = tool_command("train") + [
+            f"--problem={experiment.problem}", f"--model={system.model}",
+            f"--hparams_set={experiment.hparams_set_of(system)}", f"--hparams={system.hparams}",
+            f"--data_dir={self.data_dir}", f"--output_dir={run.directory}",
+            f"--train_steps={experiment.train_steps}", f"--eval_every={experiment.eval_every}",
+            f"--save_checkpoints_steps={experiment.eval_every}",
+            f"--keep_checkpoint_max={experiment.keep_checkpoint_max}",
+            f"--best_checkpoint_metric={experiment.best_checkpoint_metric}",
+            f"--early_stopping_patience={experiment.early_stopping_patience}",
+            f"--random_seed={run.seed}"]
+        if experiment.best_checkpoint_metric == "bleu":
+            command += ["--eval_bleu",
+                        f"--eval_bleu_max_sentences={experiment.eval_bleu_max_sentences}"]
+        start = time.perf_counter()
+        try:
+            self._call(run, command, "train.log")
+        finally:
+            state["wall_seconds"] = state.get("wall_seconds", 0.0) + time.perf_counter() - start
+            self._save_state(run, state)
+
+    def checkpoint_dir(self, run):
+        """The directory `bin/decode --output_dir` reads the tested weights from."""
+        choice = self.experiment.checkpoint
+        if choice == "best":
+            return os.path.join(run.directory, validation.BEST_DIR)
+        if choice == "average":
+            return os.path.join(run.directory, "averaged")
+        return run.directory
+
+    def average(self, run):
+        averaged = os.path.join(run.directory, "averaged")
+        self._call(run, tool_command("average_checkpoints") + [
+            f"--output_dir={run.directory}", f"--averaged_dir={averaged}",
+            f"--num_last_checkpoints={self.experiment.average_checkpoints}"], "test.log")
+
+    def decode_test(self, run, test):
+        output = os.path.join(run.directory, "tests", f"{test.name}.hyp")
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        command = tool_command("decode") + [
+            f"--output_dir={self.checkpoint_dir(run)}",
+            f"--decode_hparams={self.experiment.decode_hparams}",
+            f"--decode_from_file={self.path(test.source)}", f"--decode_to_file={output}"]
+        if test.detokenize:
+            command.append("--detokenize")
+        self._call(run, command, "test.log")
+
+    def parse_test(self, run, test):
+        output = os.path.join(run.directory, "tests", f"{test.name}.conllu")
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        # Greedy: the translations are a by-product; the parse comes from the encoder.
+        self._call(run, tool_command("decode") + [
+            f"--output_dir={self.checkpoint_dir(run)}", "--decode_hparams=beam_size=1",
+            f"--decode_from_file={self.path(test.gold)}",
+            f"--decode_to_file={os.path.join(run.directory, 'tests', test.name + '.hyp')}",
+            f"--parse_to_file={output}", "--parse_decoder=mst"], "test.log")
+
+    def has_parse_head(self, run):
+        return issubclass(registry.model(run.system.model), SupervisedHeadLosses)
+
+    def teacher_parse(self, test):
+        """The teacher parser's UAS/LAS on a parse test's gold trees (parsed once per grid).
+
+        The teacher is `test.teacher_parser`, or the parser the problem's data
+        was built with (recorded by bin/datagen); None when neither is known.
+        """
+        spec = test.teacher_parser or (self.problem_options().get("parser") or None)
+        if not spec:
+            return None
+        output = os.path.join(self.output_dir, "teacher", f"{test.name}.conllu")
+        if not os.path.exists(output):
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+            log = Run(None, 0, os.path.dirname(output))
+            self._call(log, tool_command("parse") + [
+                f"--parser={spec}", f"--input_file={self.path(test.gold)}",
+                "--input_format=conllu", f"--output_file={output}"], "parse.log")
+        result = attachment.score_parse_files(output, self.path(test.gold))
+        return {"parser": spec, "UAS": result.uas, "LAS": result.las}
+
+    def problem_options(self):
+        """The options bin/datagen recorded for the problem's data."""
+        problem = registry.problem(self.experiment.problem)
+        return (problem.completion_record(self.data_dir) or {}).get("options", {})
+
+    def execute(self, run):
+        """Does every stage of `run` that is not done yet."""
+        state = self.claim(run)
+        done = state.setdefault("done", {})
+        if not done.get("train"):
+            logging.info("%s: training (resumes from its newest checkpoint)", run.name)
+            self.train(run, state)
+            done["train"] = True
+            self._save_state(run, state)
+        if self.experiment.checkpoint == "average" and not done.get("average"):
+            self.average(run)
+            done["average"] = True
+            self._save_state(run, state)
+        for test in self.experiment.translation_tests:
+            key = f"decode:{test.name}"
+            if not done.get(key):
+                self.decode_test(run, test)
+                done[key] = True
+                self._save_state(run, state)
+        if self.has_parse_head(run):
+            for test in self.experiment.parse_tests:
+                key = f"parse:{test.name}"
+                if not done.get(key):
+                    self.parse_test(run, test)
+                    done[key] = True
+                    self._save_state(run, state)
+        if not done.get("score"):
+            write_json(os.path.join(run.directory, SCORES_FILE), self.score(run, state))
+            done["score"] = True
+            self._save_state(run, state)
+
+    # Scores ------------------------------------------------------------------
+
+    def score(self, run, state):
+        """The run's test scores and training figures."""
+        history = validation.read_history(run.directory)
+        evaluations = history["evaluations"]
+        trained = progress.read_training_time(run.directory)
+        scores = {"system": run.system.name, "seed": run.seed,
+                  "steps": evaluations[-1]["step"] if evaluations else 0,
+                  "best": history.get("best"), "stopped_early": history.get("stopped_early"),
+                  "train_seconds": trained["seconds"],
+                  "tokens_per_second": (trained["tokens"] / trained["seconds"]
+                                        if trained["seconds"] else None),
+                  "wall_seconds": state.get("wall_seconds", 0.0),
+                  "translation": {}, "parse": {}}
+        for test in self.experiment.translation_tests:
+            hypotheses = os.path.join(run.directory, "tests", f"{test.name}.hyp")
+            metrics = translation.score_files(hypotheses, self.path(test.reference))
+            scores["translation"][test.name] = {key: value.score for key, value in metrics.items()}
+        if self.has_parse_head(run):
+            for test in self.experiment.parse_tests:
+                predicted = os.path.join(run.directory, "tests", f"{test.name}.conllu")
+                result = attachment.score_parse_files(predicted, self.path(test.gold))
+                scores["parse"][test.name] = {"UAS": result.uas, "LAS": result.las}
+        return scores

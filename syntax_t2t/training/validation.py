@@ -1,0 +1,197 @@
+"""What a run does after each dev evaluation: history, the best checkpoint, early stopping.
+
+Every evaluation (teacher-forced dev losses, token accuracy, the parse
+head's UAS, and with dev-set decoding its BLEU) is appended to
+`<output_dir>/validation.json`, the run's learning curve, from which
+`<output_dir>/learning_curve.png` is drawn. The evaluation that is best by
+`metric` (`bleu` and `uas`: higher is better; `loss`: the dev translation
+loss, lower is better) has its model weights saved in `<output_dir>/best/`
+(with copies of the run's `hparams.json` and `flags.txt`, so it decodes like a
+run directory) besides the last K checkpoints of the run itself. With
+`patience` > 0 training stops after that many evaluations in a row without
+improvement (fairseq's `--patience`; T2T's `--eval_early_stopping_steps`
+counts steps instead). The history is the state: a resumed run reads it back,
+so the patience counter and the best value survive interruptions, and a run
+that stopped early stays stopped.
+
+Writes are atomic: `validation.json` through a temporary file and a rename;
+`best/` is written as a new directory and swapped in by renames, so a kill at
+any moment leaves the previous best or the new one, never a mix (a kill
+between the two renames leaves `best.previous/`, which is taken back).
+"""
+
+import json
+import math
+import os
+import shutil
+import tempfile
+
+from absl import logging
+
+from syntax_t2t import io_utils
+
+HISTORY_FILE = "validation.json"
+BEST_DIR = "best"
+PLOT_FILE = "learning_curve.png"
+#: metric name -> (results key, whether higher is better)
+METRICS = {"bleu": ("bleu", True), "loss": ("loss/nmt", False), "uas": ("uas", True)}
+
+
+def improved(value, best, higher_is_better, min_delta=0.0):
+    """Whether `value` beats `best` (None: nothing yet) by more than `min_delta`."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    if best is None:
+        return True
+    return value > best + min_delta if higher_is_better else value < best - min_delta
+
+
+def read_history(output_dir):
+    """The run's validation state: `{"evaluations": [...], "best": {...}|None, "stopped_early": step|None}`."""
+    path = os.path.join(output_dir, HISTORY_FILE)
+    if not os.path.exists(path):
+        return {"evaluations": [], "best": None, "stopped_early": None}
+    with open(path, encoding="utf-8") as stream:
+        try:
+            return json.load(stream)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not the JSON validation history bin/train writes "
+                             f"({error}); delete it to start the history again") from None
+
+
+class Validation:
+    """Keeps a run's history, best checkpoint and patience (see the module docstring).
+
+    Args:
+        output_dir: the run directory.
+        metric: `"bleu"`, `"loss"` or `"uas"`, what "best" means.
+        patience: stop after this many evaluations without improvement (0 = never).
+        dev_translation: a `dev_translation.DevTranslation`, or None for no
+            dev-set decoding (no BLEU).
+        min_delta: how much a value must improve to count.
+        save_best: called as `save_best(directory, step)` to write the model
+            weights and the run's files to a fresh directory.
+        plot: draw `learning_curve.png` after each evaluation.
+
+    Raises:
+        ValueError: an unknown metric, or `bleu` without dev-set decoding.
+    """
+
+    def __init__(self, output_dir, metric="loss", patience=0, dev_translation=None,
+                 min_delta=0.0, save_best=None, plot=True):
+        if metric not in METRICS:
+            raise ValueError(f"unknown best-checkpoint metric {metric!r}; choose one of "
+                             f"{', '.join(METRICS)}")
+        if metric == "bleu" and dev_translation is None:
+            raise ValueError("the best checkpoint by BLEU needs dev-set decoding (--eval_bleu)")
+        self.output_dir = output_dir
+        self.metric = metric
+        self.key, self.higher_is_better = METRICS[metric]
+        self.patience = patience
+        self.dev_translation = dev_translation
+        self.min_delta = min_delta
+        self.save_best = save_best
+        self.plot = plot
+        self._recover_best_dir()
+        self.state = read_history(output_dir)
+
+    @property
+    def stopped_early(self):
+        """The step at which early stopping ended the run, or None."""
+        return self.state.get("stopped_early")
+
+    @property
+    def evaluations_without_improvement(self):
+        best = self.state.get("best")
+        best_step = best["step"] if best else -1
+        return sum(1 for entry in self.state["evaluations"] if entry["step"] > best_step)
+
+    def after_evaluation(self, step, results, model):
+        """Records an evaluation and keeps the best weights.
+
+        Args:
+            step: the global step evaluated.
+            results: the trainer's dev results (`loss/nmt`, `uas`, ...).
+            model: the model being trained (decoded for BLEU, saved when best).
+
+        Returns:
+            `(results, stop)`: the results with dev BLEU (and the parse
+            head's dev UAS from decoding) added, and whether to stop early.
+        """
+        results = dict(results)
+        if self.dev_translation is not None:
+            results.update(self.dev_translation(model))
+        entries = [entry for entry in self.state["evaluations"] if entry["step"] < step]
+        entries.append({"step": int(step), **{k: float(v) for k, v in results.items()}})
+        self.state["evaluations"] = entries
+        value = results.get(self.key)
+        best = self.state.get("best")
+        if best is not None and best["step"] >= step:
+            # A resumed run evaluates that step again: the best of the earlier ones stands.
+            best = self._best_of(entries[:-1])
+        if improved(value, best and best["value"], self.higher_is_better, self.min_delta):
+            if self.save_best is not None:
+                self._swap_in_best(step)
+            self.state["best"] = best = {"step": int(step), "metric": self.metric,
+                                         "value": float(value)}
+            logging.info("new best %s %.4f at step %d (saved in %s)", self.metric, value, step,
+                         os.path.join(self.output_dir, BEST_DIR))
+        else:
+            self.state["best"] = best
+        stop = 0 < self.patience <= self.evaluations_without_improvement
+        if stop:
+            self.state["stopped_early"] = int(step)
+            logging.info("early stopping at step %d: %d evaluations without a better %s than "
+                         "%.4f (step %d)", step, self.patience, self.metric, best["value"],
+                         best["step"])
+        io_utils.atomic_write_text(os.path.join(self.output_dir, HISTORY_FILE),
+                                   json.dumps(self.state, indent=1) + "\n")
+        if self.plot:
+            self._plot()
+        return results, stop
+
+    def _best_of(self, entries):
+        best = None
+        for entry in entries:
+            if improved(entry.get(self.key), best and best["value"], self.higher_is_better,
+                        self.min_delta):
+                best = {"step": entry["step"], "metric": self.metric, "value": entry[self.key]}
+        return best
+
+    # The best directory ------------------------------------------------------
+
+    def _recover_best_dir(self):
+        best = os.path.join(self.output_dir, BEST_DIR)
+        previous = best + ".previous"
+        if os.path.isdir(previous):
+            if os.path.isdir(best):
+                shutil.rmtree(previous)
+            else:
+                os.replace(previous, best)
+        for name in os.listdir(self.output_dir) if os.path.isdir(self.output_dir) else ():
+            if name.startswith(".best.tmp"):
+                shutil.rmtree(os.path.join(self.output_dir, name), ignore_errors=True)
+
+    def _swap_in_best(self, step):
+        best = os.path.join(self.output_dir, BEST_DIR)
+        fresh = tempfile.mkdtemp(prefix=".best.tmp", dir=self.output_dir)
+        try:
+            self.save_best(fresh, step)
+        except BaseException:
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise
+        previous = best + ".previous"
+        if os.path.isdir(best):
+            os.replace(best, previous)
+        os.replace(fresh, best)
+        shutil.rmtree(previous, ignore_errors=True)
+
+    def _plot(self):
+        from syntax_t2t.evaluation.training_plots import plot_learning_curve
+
+        try:
+            plot_learning_curve(self.state["evaluations"],
+                                os.path.join(self.output_dir, PLOT_FILE),
+                                best_step=(self.state.get("best") or {}).get("step"))
+        except (OSError, ValueError) as error:  # a plot never stops training
+            logging.warning("could not draw the learning curve: %s", error)

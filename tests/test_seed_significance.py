@@ -1,0 +1,89 @@
+"""The seed-aware significance test against hand computation and sacreBLEU."""
+
+import numpy as np
+import pytest
+import sacrebleu
+
+from syntax_t2t.evaluation import seed_significance
+
+
+def _accuracy(summed):
+    # A toy corpus metric: per-sentence statistics are (correct, 1).
+    return 100.0 * summed[0] / summed[1]
+
+
+def _stats(correct):
+    return np.array([[c, 1.0] for c in correct])
+
+
+def test_two_level_bootstrap_by_hand():
+    """Three sentences, two baseline seeds, one system seed, three explicit resamples."""
+    baseline = [_stats([1, 0, 0]), _stats([0, 0, 1])]  # 33.3 and 33.3
+    system = [_stats([1, 1, 0])]  # 66.7
+    draws = [
+        # sentences 0, 0, 1; baseline seeds (0, 0); system seed 0:
+        # system 100 * (1+1+1)/3 = 100, baseline seed 0: (1+1+0)/3 = 66.7 -> delta 33.3
+        (np.array([0, 0, 1]), np.array([0, 0]), np.array([0])),
+        # sentences 2, 2, 2; baseline seeds (1, 0): seed 1 gives 100, seed 0 gives 0
+        # -> baseline 50; system 0 -> delta -50
+        (np.array([2, 2, 2]), np.array([1, 0]), np.array([0])),
+        # sentences 0, 1, 2; seeds (1, 1): baseline 33.3, system 66.7 -> delta 33.3
+        (np.array([0, 1, 2]), np.array([1, 1]), np.array([0])),
+    ]
+    result = seed_significance.compare_over_seeds(baseline, system, _accuracy, draws=draws)
+    assert result.baseline_mean == pytest.approx(100 / 3)
+    assert result.system_mean == pytest.approx(200 / 3)
+    assert result.delta == pytest.approx(100 / 3)
+    # |delta_r - observed| >= |observed|: only the second draw (|-50 - 33.3| = 83.3).
+    assert result.p_value == pytest.approx((1 + 1) / (3 + 1))
+    assert result.samples == 3 and result.seeds == (2, 1)
+    deltas = [100 / 3, -50, 100 / 3]
+    assert result.ci_low == pytest.approx(np.percentile(deltas, 2.5))
+
+
+def test_identical_systems_are_not_significant():
+    stats = [_stats([1, 0, 1, 1]), _stats([0, 1, 1, 0])]
+    result = seed_significance.compare_over_seeds(stats, stats, _accuracy, samples=200)
+    assert result.delta == 0.0 and result.p_value == 1.0
+
+
+def test_a_clear_difference_is_significant_and_a_seed_lottery_is_not():
+    rng = np.random.default_rng(0)
+    count = 300
+    good = [_stats(rng.random(count) < 0.7) for _ in range(3)]
+    bad = [_stats(rng.random(count) < 0.4) for _ in range(3)]
+    assert seed_significance.compare_over_seeds(bad, good, _accuracy, samples=300).p_value < 0.01
+    # One lucky seed of a system whose other seeds are the baseline's: with
+    # seed variance in the test, the difference of means is not significant.
+    same = [_stats(rng.random(count) < 0.5) for _ in range(3)]
+    lucky = same[:2] + [_stats(rng.random(count) < 0.75)]
+    assert seed_significance.compare_over_seeds(same, lucky, _accuracy,
+                                                samples=300).p_value > 0.05
+
+
+def test_bleu_from_sentence_statistics_is_sacrebleus_corpus_bleu():
+    references = ["the cat sat on the mat", "a dog barks", "it rains today in Prague"]
+    hypotheses = ["the cat sat on a mat", "a dog barked", "today it rains in Prague"]
+    stats, score = seed_significance.sentence_statistics(hypotheses, references)
+    assert stats.shape[0] == 3
+    expected = sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert score(stats.sum(axis=0)) == pytest.approx(expected)
+    # A resample's statistics score as the resampled corpus does.
+    indices = [0, 0, 2]
+    resampled = sacrebleu.corpus_bleu([hypotheses[i] for i in indices],
+                                      [[references[i] for i in indices]]).score
+    assert score(stats[indices].sum(axis=0)) == pytest.approx(resampled)
+
+
+def test_compare_translations_one_seed_each_is_koehns_paired_bootstrap():
+    references = ["a b c d", "e f g h", "i j k l", "m n o p"] * 5
+    baseline = [["a b c d", "e f x x", "i x x l", "m n o p"] * 5]
+    system = [["a b c d", "e f g h", "i j k l", "m n x p"] * 5]
+    result = seed_significance.compare_translations(baseline, system, references, samples=200)
+    assert result.system_mean > result.baseline_mean
+    assert result.seeds == (1, 1)
+
+
+def test_mismatched_lengths_are_refused():
+    with pytest.raises(ValueError, match="different numbers of sentences"):
+        seed_significance.compare_over_seeds([_stats([1, 0])], [_stats([1])], _accuracy)
