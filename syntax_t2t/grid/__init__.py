@@ -1,0 +1,1 @@
+"""`bin/grid`: registered experiments of systems x seeds, their runs and reports."""
