@@ -76,7 +76,7 @@ def test_missing_data_is_refused_with_the_datagen_command(data_dir, tmp_path):
     os.remove(registry.problem(PROBLEM).filepaths(str(incomplete), "dev")[0])
     for directory in (tmp_path / "empty", incomplete):
         with pytest.raises(DataNotGeneratedError,
-                           match=rf"no complete data of problem {PROBLEM} in {directory}; generate it "
+                           match=rf"no complete data of problem {PROBLEM} in {directory} \(.*\); generate it "
                                  rf"with bin/datagen --problem={PROBLEM} --data_dir={directory}"):
             run_train(data_dir=str(directory), output_dir=str(tmp_path / "run"))
     assert_untouched(tmp_path / "run")
