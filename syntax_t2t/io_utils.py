@@ -21,6 +21,7 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import shutil
 import stat
 import sys
@@ -28,6 +29,8 @@ import tempfile
 import uuid
 import zlib
 from typing import BinaryIO, Iterator, TextIO, Union
+
+from absl import logging
 
 from syntax_t2t.errors import InputError, OutputPathError
 
@@ -191,6 +194,32 @@ def _create_temporary_beside(path: str) -> tuple[str, int]:
             return temporary, os.open(temporary, flags, 0o666)
         except FileExistsError:
             continue
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")
+
+
+def remove_orphaned_temporaries(directory: PathLike, name_prefix: str) -> list[str]:
+    """Deletes the temporary files of `atomic_write`-style writes that a killed run left behind.
+
+    Only files named `.<name>.<12 hex digits>.tmp` whose `<name>` starts with
+    `name_prefix` are removed (each logged), so call it where no other
+    process writes such files at the same time (e.g. a datagen run's start).
+
+    Returns:
+        The removed paths.
+    """
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.listdir(directory)):
+            match = _TEMPORARY.fullmatch(entry)
+            if match and match.group("name").startswith(name_prefix):
+                path = os.path.join(directory, entry)
+                logging.warning("removing %s, left by an earlier run that did not finish", path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+                removed.append(path)
+    return removed
 
 
 def _fsync_directory(directory: str) -> None:

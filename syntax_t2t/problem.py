@@ -539,6 +539,7 @@ class Problem:
             InputError: bad raw data (unless `skip` is given).
         """
         os.makedirs(data_dir, exist_ok=True)
+        io_utils.remove_orphaned_temporaries(data_dir, self.name)
         requested = {"options": _jsonable(self.options()), "max_examples": max_examples}
         record = None if overwrite else self.completion_record(data_dir)
         if record is not None:
