@@ -94,11 +94,14 @@ def test_an_output_dir_of_another_model_is_refused(data_dir, tmp_path):
     run = tmp_path / "run"
     run_directory.write_run_files(str(run), registry.hparams("transformer_tiny").parse(TINY),
                                   [f"--problem={PROBLEM}", "--model=dep_parse"])
+    # A checkpoint makes it a run that trained (one without blocks nothing).
+    (run / "checkpoint").write_text('model_checkpoint_path: "ckpt-5"\n')
+    (run / "ckpt-5.index").write_bytes(b"")
     with pytest.raises(run_directory.RunDirectoryError,
                        match=r"holds a different run: --model=dep_parse "
                              r"\(this command: --model=transformer\)"):
         run_train(data_dir=data_dir, output_dir=str(run))
-    assert sorted(os.listdir(run)) == ["flags.txt", "hparams.json"]
+    assert sorted(os.listdir(run)) == ["checkpoint", "ckpt-5.index", "flags.txt", "hparams.json"]
 
 
 def test_run_files_conflicting_overrides_and_resuming(data_dir, tmp_path, capsys):
