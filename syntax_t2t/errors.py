@@ -43,6 +43,28 @@ class InputError(ValueError):
         return (type(self), (self.path, self.line, self.message, self.reason))
 
 
+class OutputPathError(ValueError):
+    """An output that cannot be written, found before the work starts.
+
+    Attributes:
+        path: the output as the user gave it.
+        what: the flag or role that named it (e.g. `"--decode_to_file"`).
+        message: what is wrong.
+    """
+
+    def __init__(self, path: PathLike, what: str, message: str):
+        self.path = os.fspath(path)
+        self.what = what
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.what}={self.path}: cannot write the output: {self.message}"
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.what, self.message))
+
+
 class SkipCounter:
     """Counts and logs the examples dropped under `--skip_bad_examples`.
 

@@ -122,6 +122,29 @@ def parse_overrides(text):
     return overrides
 
 
+# Ranges of the hyper-parameters every model shares, checked before a run starts
+# (`HParams.validate`): name -> (lowest allowed, highest allowed or None, whether
+# the highest is excluded). Every `*dropout` name is a probability in [0, 1).
+_RANGES = {
+    "hidden_size": (1, None, False),
+    "filter_size": (1, None, False),
+    "num_heads": (1, None, False),
+    "num_encoder_layers": (1, None, False),
+    "num_decoder_layers": (0, None, False),
+    "batch_size": (1, None, False),
+    "max_length": (1, None, False),
+    "learning_rate": (0, None, False),
+    "learning_rate_warmup_steps": (0, None, False),
+    "clip_grad_norm": (0, None, False),
+    "label_smoothing": (0, 1, True),
+}
+_PROBABILITY = (0, 1, True)
+
+
+def _range_of(name):
+    return _RANGES.get(name, _PROBABILITY if name.endswith("dropout") else None)
+
+
 class HParams:
     """A set of typed hyper-parameters, read as attributes.
 
@@ -227,6 +250,26 @@ class HParams:
     def parse(self, text):
         """Applies a T2T-style override string, e.g. `'a=1,b=0.5,c=true,d=[1,2],e=name'`."""
         return self.override(parse_overrides(text))
+
+    def validate(self):
+        """Raises `HParamsError` for a value outside its range (`_RANGES`), naming them all.
+
+        Returns:
+            self.
+        """
+        problems = []
+        for name, value in sorted(self._values.items()):
+            bounds = _range_of(name)
+            if bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            low, high, open_high = bounds
+            if value < low or (high is not None and (value >= high if open_high else value > high)):
+                allowed = (f"at least {low}" if high is None else
+                           f"in [{low}, {high}{')' if open_high else ']'}")
+                problems.append(f"{name}={value} (must be {allowed})")
+        if problems:
+            raise HParamsError(f"hparam values out of range: {'; '.join(problems)}")
+        return self
 
     def values(self):
         """A plain dict copy of the values."""

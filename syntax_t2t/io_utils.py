@@ -2,27 +2,90 @@
 
 Reading: plain or gzip files (recognised by their magic bytes or a `.gz`
 suffix), decoded as strict UTF-8 one line at a time, so that a bad byte is
-reported with the file and the line it is on.
+reported with the file and the line it is on. `-` is standard input. Readers
+may open a file several times (sniffing gzip, guessing the format, numbering
+lines); a stream (pipe, `/dev/stdin`, process substitution) can be read only
+once, so its content is spooled to a temporary file at its first opening and
+every later opening in this process reads the spool.
 
 Writing: `atomic_write` writes to a hidden temporary file beside the target
 and renames it over the target only once everything was written and synced,
-so an interrupted run never leaves a half-written output behind.
+so an interrupted run never leaves a half-written output behind. `-` is
+standard output, and a stream target (`/dev/stdout`, a pipe) is written
+directly. `check_output_path` tells before the work starts whether an output
+can be written at all.
 """
 
+import atexit
 import contextlib
 import gzip
 import io
 import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
 import uuid
 import zlib
 from typing import BinaryIO, Iterator, TextIO, Union
 
-from syntax_t2t.errors import InputError
+from absl import logging
+
+from syntax_t2t.errors import InputError, OutputPathError
 
 PathLike = Union[str, os.PathLike]
 
 GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
+
+
+STDIO = "-"
+
+# (device, inode) of each stream read so far -> the temporary file holding its content.
+_spools: dict[tuple[int, int], str] = {}
+_spool_dir: list[str] = []
+
+
+def _spool_directory() -> str:
+    if not _spool_dir:
+        _spool_dir.append(tempfile.mkdtemp(prefix="syntax_t2t_spool_"))
+        atexit.register(shutil.rmtree, _spool_dir[0], True)
+    return _spool_dir[0]
+
+
+def readable_path(path: PathLike) -> str:
+    """A path that can be opened any number of times and holds the content of `path`.
+
+    A regular file is its own answer. `-` (standard input) and other
+    streams are copied, on their first call, to a temporary file that lives
+    until the process ends; later calls for the same stream return that
+    copy, so a stream is read exactly once whatever its readers do.
+
+    Raises:
+        InputError: `path` is a directory.
+        FileNotFoundError: `path` does not exist.
+    """
+    name = os.fspath(path)
+    if name == STDIO:
+        status = os.fstat(sys.stdin.fileno())
+    else:
+        status = os.stat(name)
+    if stat.S_ISREG(status.st_mode):
+        return name
+    if stat.S_ISDIR(status.st_mode):
+        raise InputError(name, None, "is a directory, not a file", reason="directory")
+    key = (status.st_dev, status.st_ino)
+    if key not in _spools:
+        spool = os.path.join(_spool_directory(), f"{len(_spools)}.spool")
+        if name == STDIO:
+            source = open(sys.stdin.fileno(), "rb", closefd=False)
+        else:
+            source = open(name, "rb")
+        with source, open(spool, "wb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        _spools[key] = spool
+    return _spools[key]
 
 
 def is_gzip(path: PathLike) -> bool:
@@ -31,16 +94,17 @@ def is_gzip(path: PathLike) -> bool:
     A `.gz` file that is not really gzip is treated as gzip, so reading it
     fails with a clear error instead of yielding compressed garbage.
     """
-    with open(path, "rb") as stream:
+    with open(readable_path(path), "rb") as stream:
         magic = stream.read(len(GZIP_MAGIC))
     return magic == GZIP_MAGIC or os.fspath(path).endswith(".gz")
 
 
 def open_binary(path: PathLike) -> BinaryIO:
-    """Opens a plain or gzip file for reading bytes (decompressing if needed)."""
+    """Opens a plain or gzip file, or a stream, for reading bytes (decompressing if needed)."""
+    readable = readable_path(path)
     if is_gzip(path):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        return gzip.open(readable, "rb")
+    return open(readable, "rb")
 
 
 def open_text(path: PathLike) -> TextIO:
@@ -132,6 +196,32 @@ def _create_temporary_beside(path: str) -> tuple[str, int]:
             continue
 
 
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")
+
+
+def remove_orphaned_temporaries(directory: PathLike, name_prefix: str) -> list[str]:
+    """Deletes the temporary files of `atomic_write`-style writes that a killed run left behind.
+
+    Only files named `.<name>.<12 hex digits>.tmp` whose `<name>` starts with
+    `name_prefix` are removed (each logged), so call it where no other
+    process writes such files at the same time (e.g. a datagen run's start).
+
+    Returns:
+        The removed paths.
+    """
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.listdir(directory)):
+            match = _TEMPORARY.fullmatch(entry)
+            if match and match.group("name").startswith(name_prefix):
+                path = os.path.join(directory, entry)
+                logging.warning("removing %s, left by an earlier run that did not finish", path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+                removed.append(path)
+    return removed
+
+
 def _fsync_directory(directory: str) -> None:
     # Makes the rename itself durable; some file systems cannot fsync a
     # directory, and the data is already safe in that case anyway.
@@ -145,6 +235,62 @@ def _fsync_directory(directory: str) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+def _is_stream_target(path: str) -> bool:
+    if path == STDIO:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+@contextlib.contextmanager
+def _open_stream_target(path: str, mode: str, encoding: str):
+    if path == STDIO:
+        sys.stdout.flush()
+        binary = open(sys.stdout.fileno(), "wb", closefd=False)
+    else:
+        binary = open(path, "wb")
+    with binary:
+        if mode == "wb":
+            yield binary
+        else:
+            text = io.TextIOWrapper(binary, encoding=encoding, newline="")
+            yield text
+            text.flush()
+            text.detach()
+
+
+def summary_stream(*outputs: PathLike) -> TextIO:
+    """Where a program's summary lines go: stderr when an output is standard output."""
+    return sys.stderr if any(os.fspath(path) == STDIO for path in outputs if path) else sys.stdout
+
+
+def check_output_path(path: PathLike, what: str) -> None:
+    """Raises `OutputPathError` unless `path` can be written (called before the work).
+
+    `-` and existing streams are always writable; otherwise `path` must not
+    be a directory and its directory must exist and be writable.
+
+    Args:
+        path: the output file as the user gave it.
+        what: how the user named it, e.g. `"--decode_to_file"`.
+    """
+    name = os.fspath(path)
+    if _is_stream_target(name):
+        return
+    if os.path.isdir(name):
+        raise OutputPathError(name, what, "is a directory; give a file name")
+    directory = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(directory):
+        raise OutputPathError(name, what, f"directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputPathError(name, what, f"directory {directory} is not writable")
+    if os.path.exists(name) and not os.access(name, os.W_OK):
+        raise OutputPathError(name, what, "exists and is read-only")
 
 
 @contextlib.contextmanager
@@ -171,6 +317,11 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8"):
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}")
     path = os.fspath(path)
+    if _is_stream_target(path):
+        # A stream cannot be replaced: it gets the output as it comes.
+        with _open_stream_target(path, mode, encoding) as stream:
+            yield stream
+        return
     temporary, descriptor = _create_temporary_beside(path)
     try:
         if mode == "wb":

@@ -285,20 +285,29 @@ class Problem:
 
         A record whose files are not all present counts as absent.
         """
+        record, _ = self._completion_record_and_problem(data_dir)
+        return record
+
+    def _completion_record_and_problem(self, data_dir: str) -> tuple[Optional[dict], str]:
+        """The complete record, or None and why the data is not complete."""
         path = self.completion_record_path(data_dir)
         if not os.path.isfile(path):
-            return None
+            return None, f"{path} does not exist"
         with open(path, encoding="utf-8") as stream:
             try:
                 record = json.load(stream)
-            except json.JSONDecodeError:
-                return None
+            except json.JSONDecodeError as error:
+                return None, f"{path} is not JSON ({error})"
         files = list(record.get("vocabularies", {}).values())
         for shard_names in record.get("shards", {}).values():
             files.extend(shard_names)
-        if not files or not all(os.path.isfile(os.path.join(data_dir, name)) for name in files):
-            return None
-        return record
+        if not files:
+            return None, f"{path} lists no files"
+        missing = [name for name in files if not os.path.isfile(os.path.join(data_dir, name))]
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            return None, f"{len(missing)} of the {len(files)} files it generated are missing: {shown}"
+        return record, ""
 
     def filepaths(self, data_dir: str, split: str) -> list[str]:
         """The TFRecord shards of `split`.
@@ -310,10 +319,10 @@ class Problem:
         return [os.path.join(data_dir, name) for name in record["shards"][split]]
 
     def _require_data(self, data_dir: str) -> dict:
-        record = self.completion_record(data_dir)
+        record, problem = self._completion_record_and_problem(data_dir)
         if record is None:
             raise DataNotGeneratedError(
-                f"no complete data of problem {self.name} in {data_dir}; generate it with "
+                f"no complete data of problem {self.name} in {data_dir} ({problem}); generate it with "
                 f"bin/datagen --problem={self.name} --data_dir={data_dir} --tmp_dir=<raw data dir>")
         return record
 
@@ -530,6 +539,7 @@ class Problem:
             InputError: bad raw data (unless `skip` is given).
         """
         os.makedirs(data_dir, exist_ok=True)
+        io_utils.remove_orphaned_temporaries(data_dir, self.name)
         requested = {"options": _jsonable(self.options()), "max_examples": max_examples}
         record = None if overwrite else self.completion_record(data_dir)
         if record is not None:

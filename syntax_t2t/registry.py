@@ -153,6 +153,11 @@ def import_usr_dir(usr_dir):
     (which then imports its modules, as in T2T), otherwise every `*.py` in it
     is imported.
 
+    The built-ins are imported first, so that a user's registration under a
+    built-in name fails in the user's module (and names it). A directory
+    named like a module already imported (`hparams`, `problems`, `json`) is
+    imported under the name `_usr_dir_<name>` so that it hides nothing.
+
     Raises:
         FileNotFoundError: `usr_dir` is not a directory.
         ImportError: a module failed to import; names the file.
@@ -160,7 +165,10 @@ def import_usr_dir(usr_dir):
     path = os.path.abspath(os.path.expanduser(usr_dir))
     if not os.path.isdir(path):
         raise FileNotFoundError(f"--usr_dir={usr_dir}: no such directory")
+    import_all()
     parent, package = os.path.split(path)
+    if package in sys.modules and path not in list(getattr(sys.modules[package], "__path__", [])):
+        package = f"_usr_dir_{package}"
     if os.path.isfile(os.path.join(path, "__init__.py")):
         files = [(package, os.path.join(path, "__init__.py"))]
         if parent not in sys.path:

@@ -15,6 +15,7 @@ export lines through a `--usr_dir` problem reading one file.
 """
 
 import dataclasses
+import logging
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ from absl import app, flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
-from syntax_t2t.cli import datagen, decode, train
+from syntax_t2t.cli import analyze, average_checkpoints, datagen, decode, evaluate, train
 from syntax_t2t.data import pipeline
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
@@ -42,7 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 PROBLEM = "synthetic_syntax_reorder"
 TINY = ("hidden_size=16,filter_size=32,num_heads=2,num_encoder_layers=1,num_decoder_layers=1,"
         "batch_size=96,max_length=12,learning_rate_warmup_steps=10")
-PROGRAMS = {"datagen": datagen, "train": train, "decode": decode}
+PROGRAMS = {"datagen": datagen, "train": train, "decode": decode, "evaluate": evaluate,
+            "analyze": analyze, "average_checkpoints": average_checkpoints}
 
 
 # The harness -----------------------------------------------------------------
@@ -184,6 +186,7 @@ class Case:
             program must succeed).
         output: a regex stdout must contain (a reported skip).
         check: further assertions on the workspace after the run.
+        warning: a regex stderr must contain (a warning, with `{kind}` paths).
     """
 
     id: str
@@ -191,6 +194,7 @@ class Case:
     error: Optional[str] = None
     output: Optional[str] = None
     check: Optional[Callable] = None
+    warning: Optional[str] = None
 
 
 def datagen_de2cs(train_conllu, train_targets="psi štěkají nahlas\n", skip=False):
@@ -535,6 +539,7 @@ class Workspace:
     shared: Shared
     index: int
     files: dict = dataclasses.field(default_factory=dict)
+    notes: dict = dataclasses.field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -549,17 +554,31 @@ def shared(tmp_path_factory):
                   czeng_usr_dir=str(usr_dir))
 
 
-def expected_pattern(case, ws):
-    pattern = case.error
+def with_paths(pattern, ws):
+    """`pattern` with each `{kind}` replaced by the escaped path of that kind."""
     for kind, path in ws.files.items():
         pattern = pattern.replace(f"{{{kind}}}", re.escape(path))
-    return "error: " + pattern
+    return pattern
 
 
-@pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])
-def test_bad_input(case, shared, tmp_path, capsys):
-    ws = Workspace(tmp=tmp_path, shared=shared, index=ALL_CASES.index(case))
-    status, out, err = case.run(ws, capsys)
+def expected_pattern(case, ws):
+    return "error: " + with_paths(case.error, ws)
+
+
+def check_case(case, ws, capsys):
+    """Runs a row and asserts what it promises (shared by the tables of the other modules).
+
+    Warnings are looked for in stderr and in the log records (absl's log
+    lines reach the terminal, not pytest's capture).
+    """
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: records.append(record.getMessage())
+    logging.getLogger().addHandler(handler)
+    try:
+        status, out, err = case.run(ws, capsys)
+    finally:
+        logging.getLogger().removeHandler(handler)
     assert "Traceback" not in err, err[-3000:]
     if case.error is not None:
         assert status == 1, (out, err[-3000:])
@@ -569,8 +588,16 @@ def test_bad_input(case, shared, tmp_path, capsys):
         assert status == 0, err[-3000:]
     if case.output is not None:
         assert re.search(case.output, out), out
+    if case.warning is not None:
+        warnings = err + "\n".join(records)
+        assert re.search(with_paths(case.warning, ws), warnings), warnings[-3000:]
     if case.check is not None:
         case.check(ws)
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])
+def test_bad_input(case, shared, tmp_path, capsys):
+    check_case(case, Workspace(tmp=tmp_path, shared=shared, index=ALL_CASES.index(case)), capsys)
 
 
 def test_every_row_is_distinct_and_every_area_of_the_issue_is_covered():

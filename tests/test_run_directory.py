@@ -45,8 +45,18 @@ def test_a_bad_flags_line_is_located(tmp_path):
         run_directory.load_flags(str(tmp_path))
 
 
+def trained(directory):
+    """Marks `directory` as holding a checkpoint (a run that trained)."""
+    (directory / "checkpoint").write_text('model_checkpoint_path: "ckpt-5"\n')
+    (directory / "ckpt-5.index").write_bytes(b"")
+    return str(directory)
+
+
 def test_a_different_model_or_problem_is_refused(tmp_path):
     run_directory.write_run_files(str(tmp_path), make_hparams(), ["--model=dep_parse", "--problem=p"])
+    # Nothing trained yet: the record of a failed start blocks no other run.
+    run_directory.check_same_run(str(tmp_path), {"model": "transformer", "problem": "p"})
+    trained(tmp_path)
     run_directory.check_same_run(str(tmp_path), {"model": "dep_parse", "problem": "p"})
     with pytest.raises(run_directory.RunDirectoryError,
                        match=r"holds a different run: --model=dep_parse "
@@ -65,13 +75,16 @@ def test_checkpoints_without_hparams_are_refused(tmp_path):
 
 def test_reconcile_new_run_resume_and_conflicts(tmp_path):
     saved = make_hparams(hidden_size=32)
-    assert run_directory.reconcile_hparams("d", None, saved) is saved
-    assert run_directory.reconcile_hparams("d", saved, None) is saved
-    assert run_directory.reconcile_hparams("d", saved, make_hparams(hidden_size=32)) is saved
+    other = make_hparams(hidden_size=64, dropout=0.3)
+    assert run_directory.reconcile_hparams(str(tmp_path), saved, other) is other  # nothing trained
+    d = trained(tmp_path)
+    assert run_directory.reconcile_hparams(d, None, saved) is saved
+    assert run_directory.reconcile_hparams(d, saved, None) is saved
+    assert run_directory.reconcile_hparams(d, saved, make_hparams(hidden_size=32)) is saved
     with pytest.raises(run_directory.RunDirectoryError, match="a new run needs --hparams_set"):
-        run_directory.reconcile_hparams("d", None, None)
+        run_directory.reconcile_hparams(d, None, None)
     with pytest.raises(run_directory.RunDirectoryError) as error:
-        run_directory.reconcile_hparams("d", saved, make_hparams(hidden_size=64, dropout=0.3))
+        run_directory.reconcile_hparams(d, saved, other)
     message = str(error.value)
     assert "dropout: saved 0.1, requested 0.3" in message
     assert "hidden_size: saved 32, requested 64" in message

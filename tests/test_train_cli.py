@@ -76,7 +76,7 @@ def test_missing_data_is_refused_with_the_datagen_command(data_dir, tmp_path):
     os.remove(registry.problem(PROBLEM).filepaths(str(incomplete), "dev")[0])
     for directory in (tmp_path / "empty", incomplete):
         with pytest.raises(DataNotGeneratedError,
-                           match=rf"no complete data of problem {PROBLEM} in {directory}; generate it "
+                           match=rf"no complete data of problem {PROBLEM} in {directory} \(.*\); generate it "
                                  rf"with bin/datagen --problem={PROBLEM} --data_dir={directory}"):
             run_train(data_dir=str(directory), output_dir=str(tmp_path / "run"))
     assert_untouched(tmp_path / "run")
@@ -94,11 +94,14 @@ def test_an_output_dir_of_another_model_is_refused(data_dir, tmp_path):
     run = tmp_path / "run"
     run_directory.write_run_files(str(run), registry.hparams("transformer_tiny").parse(TINY),
                                   [f"--problem={PROBLEM}", "--model=dep_parse"])
+    # A checkpoint makes it a run that trained (one without blocks nothing).
+    (run / "checkpoint").write_text('model_checkpoint_path: "ckpt-5"\n')
+    (run / "ckpt-5.index").write_bytes(b"")
     with pytest.raises(run_directory.RunDirectoryError,
                        match=r"holds a different run: --model=dep_parse "
                              r"\(this command: --model=transformer\)"):
         run_train(data_dir=data_dir, output_dir=str(run))
-    assert sorted(os.listdir(run)) == ["flags.txt", "hparams.json"]
+    assert sorted(os.listdir(run)) == ["checkpoint", "ckpt-5.index", "flags.txt", "hparams.json"]
 
 
 def test_run_files_conflicting_overrides_and_resuming(data_dir, tmp_path, capsys):

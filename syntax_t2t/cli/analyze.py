@@ -25,6 +25,7 @@ Everything is summarised in `<analysis_dir>/analysis.json`.
 """
 
 import os
+import sys
 
 import numpy as np
 from absl import flags
@@ -81,6 +82,13 @@ def analyze_attention(analysis_dir):
     usable = [entry for entry in entries if entry.usable][:FLAGS.num_sentences]
     if not usable:
         raise InputError(FLAGS.analyze_from_file, None, "has no usable sentence to analyse")
+    if len(usable) < FLAGS.num_sentences:
+        unusable = [entry for entry in entries if not entry.usable]
+        detail = (f"; {len(unusable)} unusable, the first at {unusable[0].location}: "
+                  f"{unusable[0].problem}" if unusable else "")
+        message = (f"analysing {len(usable)} of the {FLAGS.num_sentences} sentences asked for "
+                   f"(--num_sentences): {FLAGS.analyze_from_file} has {len(entries)} sentences{detail}")
+        print(f"warning: {message}", file=sys.stderr)
     needs_trees = sorted(set(trained.model.decode_features) - {"inputs"})
     if needs_trees and not all(entry.has_tree for entry in usable):
         raise common.UsageError(f"model {trained.model_name} needs source trees ({', '.join(needs_trees)}); "
@@ -161,6 +169,8 @@ def main(argv):
     if not FLAGS.analyze_from_file and not wants_lengths:
         raise common.UsageError("nothing to analyse: give --analyze_from_file (attention) or the "
                                 "--length_* files (BLEU by source length)")
+    if os.path.exists(FLAGS.analysis_dir) and not os.path.isdir(FLAGS.analysis_dir):
+        raise common.UsageError(f"--analysis_dir={FLAGS.analysis_dir} is a file, not a directory")
     os.makedirs(FLAGS.analysis_dir, exist_ok=True)
     report = {}
     if FLAGS.analyze_from_file:

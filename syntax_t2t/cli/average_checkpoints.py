@@ -8,6 +8,10 @@ problem, data directory; flags given here must agree with them), each
 checkpoint's model weights are read, and their mean is saved as
 `<averaged_dir>/ckpt-<newest step>` together with copies of the run's files,
 so that the averaged directory decodes like a run directory.
+
+`--averaged_dir` is refused when it is (after resolving symbolic links) the
+run itself or contains it, or holds another run's or averaging's files; the
+averaging is written beside it and swapped in whole.
 """
 
 import os
@@ -32,12 +36,14 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("output_dir")
+    averaged_dir = FLAGS.averaged_dir or os.path.join(FLAGS.output_dir, "averaged")
+    # Refused before the work: a wrong directory must not cost the averaging, nor damage a run.
+    checkpoint_averaging.check_averaged_dir(FLAGS.output_dir, averaged_dir)
     prefixes = checkpoint_averaging.last_checkpoints(FLAGS.output_dir, FLAGS.num_last_checkpoints)
     trained = load_trained_model(
         output_dir=FLAGS.output_dir, model_name=FLAGS.model, problem_name=FLAGS.problem,
         data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set, hparams_overrides=FLAGS.hparams)
     checkpoint_averaging.average_into(trained.model, prefixes)
-    averaged_dir = FLAGS.averaged_dir or os.path.join(FLAGS.output_dir, "averaged")
     step = checkpoint_averaging.checkpoint_step(prefixes[-1])
     path = checkpoint_averaging.save_averaged(trained.model, FLAGS.output_dir, averaged_dir, step)
     names = ", ".join(os.path.basename(prefix) for prefix in prefixes)

@@ -10,7 +10,7 @@ import sys
 from absl import app, flags, logging
 
 from syntax_t2t import registry
-from syntax_t2t.errors import InputError
+from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
 
 FLAGS = flags.FLAGS
@@ -32,7 +32,7 @@ class UsageError(Exception):
 
 
 # Errors a user can cause and fix; anything else is a bug and keeps its traceback.
-USER_ERRORS = (UsageError, InputError, registry.RegistryError, HParamsError,
+USER_ERRORS = (UsageError, InputError, OutputPathError, registry.RegistryError, HParamsError,
                FileNotFoundError, ImportError)
 
 

@@ -13,6 +13,8 @@ examples are logged, skipped and counted by reason instead of stopping the
 run.
 """
 
+import os
+
 from absl import flags
 
 from syntax_t2t import registry
@@ -42,6 +44,8 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("problem", "data_dir")
+    if os.path.exists(FLAGS.data_dir) and not os.path.isdir(FLAGS.data_dir):
+        raise common.UsageError(f"--data_dir={FLAGS.data_dir} is a file, not a directory")
     problem_class = registry.problems.get(FLAGS.problem)
     options = {} if FLAGS.random_seed is None else {"random_seed": FLAGS.random_seed}
     if FLAGS.parser is not None:

@@ -110,6 +110,9 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("decode_from_file", "decode_to_file")
     settings = decode_hparams(FLAGS.decode_hparams)
+    for flag in ("decode_to_file", "parse_to_file"):
+        if getattr(FLAGS, flag):
+            io_utils.check_output_path(getattr(FLAGS, flag), f"--{flag}")
     # The input is read first: its errors show before the model is built.
     sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
     trained = load_trained_model(
@@ -138,11 +141,13 @@ def main(argv):
     lines = output_lines(sentences, translations, settings.return_beams, detokenize)
     io_utils.atomic_write_text(FLAGS.decode_to_file, "".join(line + "\n" for line in lines))
     unusable = sum(translation is None for translation in translations)
+    summary = io_utils.summary_stream(FLAGS.decode_to_file, FLAGS.parse_to_file)
     print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
-          + (f" ({unusable} unusable input sentences left empty)" if unusable else ""))
+          + (f" ({unusable} unusable input sentences left empty)" if unusable else ""), file=summary)
     if FLAGS.parse_to_file:
         write_parsed(parsed_sentences(sentences, translations), FLAGS.parse_to_file)
-        print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}")
+        print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}",
+              file=summary)
 
 
 def run():

@@ -16,6 +16,8 @@
   correct head of word i is word i - 1.
 
 The scores are printed as tables and, with `--json_output`, written as JSON.
+Any input may be `-` (standard input) or a pipe; `--json_output=-` writes
+the JSON to standard output and the tables to standard error.
 """
 
 import logging as python_logging
@@ -23,6 +25,7 @@ import os
 
 from absl import flags
 
+from syntax_t2t import io_utils
 from syntax_t2t.cli import common
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation import attachment, ribes, translation
@@ -53,6 +56,9 @@ def _system_names(paths, names):
 def evaluate_translations(reference_path, hypothesis_paths, names, samples, with_ribes=False):
     """Scores every system; returns (report dict, printed text)."""
     references = translation.read_segments(reference_path)
+    if not references:
+        raise InputError(reference_path, None, "file is empty (no reference segment to score "
+                         "against)", reason="empty file")
     outputs = {}
     for name, path in zip(names, hypothesis_paths):
         outputs[name] = translation.read_segments(path)
@@ -122,6 +128,8 @@ def main(argv):
         common.require("references")
     if FLAGS.parses:
         common.require("gold_parse")
+    if FLAGS.json_output:
+        io_utils.check_output_path(FLAGS.json_output, "--json_output")
     # sacreBLEU reports every step of its bootstrap at INFO level.
     python_logging.getLogger("sacrebleu").setLevel(python_logging.WARNING)
     report, sections = {}, []
@@ -136,10 +144,11 @@ def main(argv):
     if FLAGS.diagonal_parses:
         report["diagonal_parsing"], text = evaluate_diagonal(FLAGS.diagonal_parses)
         sections.append(text)
-    print("\n\n".join(sections))
+    summary = io_utils.summary_stream(FLAGS.json_output)
+    print("\n\n".join(sections), file=summary)
     if FLAGS.json_output:
         write_json(FLAGS.json_output, report)
-        print(f"\nwrote {FLAGS.json_output}")
+        print(f"\nwrote {FLAGS.json_output}", file=summary)
 
 
 def run():

@@ -13,14 +13,17 @@ The same adapters that annotate raw text in `bin/datagen` (see
              --parses=OUTPUT` scores the parser against the file's own trees
 
 For text and tokens, each tree carries `# source_line = N`, its line in the
-input; blank lines and lines that are not UTF-8 get no tree. The output is
-written atomically (gzip if it ends in `.gz`).
+input; blank lines and lines that are not UTF-8 get no tree, and a warning
+counts them and names the first. The output is written atomically (gzip if
+it ends in `.gz`); `-` reads standard input or writes standard output.
 """
 
 import dataclasses
+import sys
 
 from absl import flags, logging
 
+from syntax_t2t import io_utils
 from syntax_t2t.cli import common
 from syntax_t2t.data.conllu_reader import read_conllu, write_conllu
 from syntax_t2t.parsing import parse_cache
@@ -54,15 +57,29 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("parser", "input_file", "output_file")
+    io_utils.check_output_path(FLAGS.output_file, "--output_file")
     pretokenized = FLAGS.input_format != TEXT
     parser = load_parser(FLAGS.parser, pretokenized=pretokenized)
+    passed_over = []
     if FLAGS.input_format == CONLLU:
         trees = parse_conllu(parser, FLAGS.input_file)
     else:
-        trees = list(parse_cache.parse_lines(parser, FLAGS.input_file, pretokenized)[1])
+        trees = list(parse_cache.parse_lines(parser, FLAGS.input_file, pretokenized, passed_over)[1])
     write_conllu(trees, FLAGS.output_file)
     logging.info("parsed %d sentences of %s", len(trees), FLAGS.input_file)
-    print(f"wrote {len(trees)} parses of {FLAGS.input_file} to {FLAGS.output_file}")
+    summary = io_utils.summary_stream(FLAGS.output_file)
+    print(f"wrote {len(trees)} parses of {FLAGS.input_file} to {FLAGS.output_file}", file=summary)
+    _warn_passed_over(passed_over)
+
+
+def _warn_passed_over(passed_over):
+    """One warning line per kind of input line that got no tree, with its count and first line."""
+    by_reason = {}
+    for error in passed_over:
+        by_reason.setdefault(error.reason, []).append(error)
+    for reason, errors in sorted(by_reason.items()):
+        print(f"warning: {len(errors)} input line(s) got no tree ({reason}), the first: {errors[0]}",
+              file=sys.stderr)
 
 
 def run():

@@ -30,7 +30,7 @@ from absl import flags, logging
 
 from syntax_t2t import registry
 from syntax_t2t.cli import common
-from syntax_t2t.data import pipeline
+from syntax_t2t.data import pipeline, shard_check
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import parse_overrides
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
@@ -272,8 +272,16 @@ def main(argv):
             f"{name} {value:.4f}" for name, value in sorted(results.items())))
 
 
+def _main_naming_damaged_shards(argv):
+    try:
+        return main(argv)
+    except tf.errors.DataLossError as error:
+        raise shard_check.damaged_shard_error(FLAGS.problem, FLAGS.data_dir, error) from error
+
+
 def run():
     """Entry point of `bin/train` and `syntax-t2t-train`."""
-    common.run(main, extra_user_errors=(
+    common.run(_main_naming_damaged_shards, extra_user_errors=(
         InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError,
+        checkpoints.CorruptCheckpointError,
         NonFiniteLossError))

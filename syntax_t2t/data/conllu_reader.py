@@ -26,6 +26,7 @@ from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import conllu
 import numpy as np
+from absl import logging
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
@@ -46,13 +47,18 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _Line = tuple[int, Union[str, InputError]]
 
 
-def read_conllu(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterator[DependencyTree]:
+def read_conllu(path: PathLike, skip: Optional[SkipCounter] = None,
+                whitespace_separates: bool = False) -> Iterator[DependencyTree]:
     """Reads the dependency trees of a plain or gzip CoNLL-U file.
 
     Args:
         path: the CoNLL-U file.
         skip: under `--skip_bad_examples`, the counter that bad sentences are
             recorded in; None raises at the first bad sentence.
+        whitespace_separates: take a line of only whitespace for the empty
+            line that ends a sentence, with one warning that gives the first
+            such line and their count (decoding, where each sentence must
+            keep its own output line); otherwise such a line is an error.
 
     Yields:
         One `DependencyTree` per sentence, with all `# key = value` comments
@@ -63,7 +69,8 @@ def read_conllu(path: PathLike, skip: Optional[SkipCounter] = None) -> Iterator[
             a file without any sentence (empty, or blank lines only) always.
     """
     sentences = 0
-    for sentences, tree in enumerate(_read_trees(_decoded_lines(path), os.fspath(path), skip), 1):
+    trees = _read_trees(_decoded_lines(path), os.fspath(path), skip, whitespace_separates)
+    for sentences, tree in enumerate(trees, 1):
         yield tree
     if sentences == 0 and not _has_content(path):
         raise InputError(path, None, "file is empty (no CoNLL-U sentence)", reason="empty file")
@@ -104,6 +111,11 @@ def write_conllu(trees: Iterable[DependencyTree], path: PathLike) -> None:
     io_utils.atomic_write_text(path, format_conllu(trees))
 
 
+def is_blank(text: str) -> bool:
+    """Whether a line holds nothing but ASCII whitespace (what `bytes.strip` removes)."""
+    return not text.strip(" \t\r\x0b\x0c")
+
+
 def _has_content(path: PathLike) -> bool:
     """Whether any line of the file holds more than whitespace (or a byte order mark)."""
     return any(raw.strip() not in (b"", _UTF8_BOM) for _, raw in io_utils.read_raw_lines(path))
@@ -118,8 +130,9 @@ def _decoded_lines(path: PathLike) -> Iterator[_Line]:
         yield number, text
 
 
-def _read_trees(lines: Iterable[_Line], source: str, skip: Optional[SkipCounter]) -> Iterator[DependencyTree]:
-    for block in _sentence_blocks(lines, source):
+def _read_trees(lines: Iterable[_Line], source: str, skip: Optional[SkipCounter],
+                whitespace_separates: bool = False) -> Iterator[DependencyTree]:
+    for block in _sentence_blocks(lines, source, whitespace_separates):
         try:
             if isinstance(block, InputError):
                 raise block
@@ -128,16 +141,25 @@ def _read_trees(lines: Iterable[_Line], source: str, skip: Optional[SkipCounter]
             raise_or_skip(error, skip)
 
 
-def _sentence_blocks(lines: Iterable[_Line], source: str) -> Iterator[Union[list[_Line], InputError]]:
+def _sentence_blocks(lines: Iterable[_Line], source: str,
+                     whitespace_separates: bool = False) -> Iterator[Union[list[_Line], InputError]]:
     """Groups lines into sentences at empty lines; reports a sentence cut off by the end of file."""
     block: list[_Line] = []
+    whitespace_lines = []
     for number, text in lines:
+        if whitespace_separates and isinstance(text, str) and text and is_blank(text):
+            whitespace_lines.append(number)
+            text = ""
         if text == "":
             if block:
                 yield block
                 block = []
         else:
             block.append((number, text))
+    if whitespace_lines:
+        logging.warning("%s:%d: %d line(s) holding only whitespace taken for the empty line that "
+                        "ends a sentence (CoNLL-U wants an empty line)", source, whitespace_lines[0],
+                        len(whitespace_lines))
     if block:
         yield InputError(
             source,

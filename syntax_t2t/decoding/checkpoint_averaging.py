@@ -8,7 +8,10 @@ checkpoint of the model alone that `bin/decode --checkpoint_path` (or
 `--output_dir` set to the averaged directory) restores like any other.
 """
 
+import json
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -67,28 +70,94 @@ def average_into(model, prefixes: list[str]) -> None:
         variable.assign(value.astype(dtype))
 
 
+AVERAGED_MARKER = "averaged_from.json"
+# Files whose presence makes a directory a run (or an averaging) that must not be overwritten.
+_RUN_FILES = ("checkpoint", run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE)
+
+
+def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
+    """Refuses an `averaged_dir` whose writing could damage a run.
+
+    Paths are compared after resolving symbolic links. Allowed: a new or
+    empty directory, or one this program wrote from the same run (it holds
+    `averaged_from.json` naming that run).
+
+    Raises:
+        CheckpointError: `averaged_dir` is the run itself, contains it, is
+            not a directory, or holds the files of another run or averaging.
+    """
+    real_run, real_averaged = os.path.realpath(run_dir), os.path.realpath(averaged_dir)
+    where = f"--averaged_dir={averaged_dir}"
+    if real_averaged == real_run:
+        raise CheckpointError(f"{where} is the run's own directory {run_dir} (paths resolved): its "
+                              f"checkpoints would be replaced; give a directory of its own")
+    if real_run.startswith(real_averaged.rstrip(os.sep) + os.sep):
+        raise CheckpointError(f"{where} contains the run {run_dir}; give a directory of its own")
+    if os.path.exists(real_averaged) and not os.path.isdir(real_averaged):
+        raise CheckpointError(f"{where} is a file, not a directory")
+    if not os.path.isdir(real_averaged):
+        return
+    held = [name for name in _RUN_FILES if os.path.exists(os.path.join(real_averaged, name))]
+    if not held:
+        return
+    marker = os.path.join(real_averaged, AVERAGED_MARKER)
+    source = None
+    if os.path.isfile(marker):
+        with open(marker, encoding="utf-8") as stream:
+            source = json.load(stream).get("run")
+    if source != real_run:
+        owner = (f"an averaging of the run {source}" if source else
+                 "a training run (it is no averaged directory written by bin/average_checkpoints)")
+        raise CheckpointError(f"{where} holds {', '.join(held)} of {owner}; writing there would "
+                              f"replace them: give a new or empty directory")
+
+
 def save_averaged(model, run_dir: str, averaged_dir: str, step: int) -> str:
     """Saves the model as `averaged_dir/ckpt-<step>` beside a copy of the run's files.
 
     With `hparams.json` and `flags.txt` copied, `averaged_dir` works as the
-    `--output_dir` of `bin/decode` and `bin/analyze`.
+    `--output_dir` of `bin/decode` and `bin/analyze`. Everything is written
+    to a temporary directory beside `averaged_dir` first, which then takes
+    its place: an interrupted averaging leaves the previous one intact.
 
     Returns:
         The checkpoint prefix written.
+
+    Raises:
+        CheckpointError: see `check_averaged_dir`.
     """
-    if os.path.abspath(averaged_dir) == os.path.abspath(run_dir):
-        raise CheckpointError(f"the averaged checkpoint needs its own directory, not the run's {run_dir}: "
-                              f"its checkpoint list would replace the run's")
-    os.makedirs(averaged_dir, exist_ok=True)
-    for name in (run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE):
-        source = os.path.join(run_dir, name)
-        if os.path.exists(source):
-            with open(source, "rb") as stream:
-                data = stream.read()
-            with io_utils.atomic_write(os.path.join(averaged_dir, name), "wb") as stream:
-                stream.write(data)
-    step_variable = tf.Variable(step, dtype=tf.int64, trainable=False)
-    checkpoint = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model), step=step_variable)
-    manager = tf.train.CheckpointManager(checkpoint, averaged_dir, max_to_keep=None,
-                                         checkpoint_name=checkpoints.CHECKPOINT_PREFIX)
-    return manager.save(checkpoint_number=step)
+    check_averaged_dir(run_dir, averaged_dir)
+    target = os.path.realpath(averaged_dir)
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=parent)
+    try:
+        for name in (run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE):
+            source = os.path.join(run_dir, name)
+            if os.path.exists(source):
+                shutil.copyfile(source, os.path.join(staging, name))
+        io_utils.atomic_write_text(os.path.join(staging, AVERAGED_MARKER),
+                                   json.dumps({"run": os.path.realpath(run_dir), "step": step}) + "\n")
+        step_variable = tf.Variable(step, dtype=tf.int64, trainable=False)
+        checkpoint = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model),
+                                         step=step_variable)
+        manager = tf.train.CheckpointManager(checkpoint, staging, max_to_keep=None,
+                                             checkpoint_name=checkpoints.CHECKPOINT_PREFIX)
+        prefix = os.path.basename(manager.save(checkpoint_number=step))
+        _replace_directory(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return os.path.join(averaged_dir, prefix)
+
+
+def _replace_directory(new: str, target: str) -> None:
+    # A directory cannot be renamed over a non-empty one: the old one steps aside first.
+    old = None
+    if os.path.isdir(target):
+        old = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".old",
+                               dir=os.path.dirname(target))
+        os.rmdir(old)
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -130,7 +130,7 @@ def read_sources(path: PathLike, input_format: str = "auto") -> list[SourceSente
     if input_format == "conllu":
         # Each block yields a tree or an error, so blocks and entries align.
         starts = block_start_lines(path)
-        for tree in read_conllu(path, skip=recorder):
+        for tree in read_conllu(path, skip=recorder, whitespace_separates=True):
             entries.append(SourceSentence(tree, _location(path, starts[len(entries)])))
     else:
         for source_tree, _ in read_czeng(path, skip=recorder):
@@ -139,10 +139,13 @@ def read_sources(path: PathLike, input_format: str = "auto") -> list[SourceSente
 
 
 def block_start_lines(path: PathLike) -> list[int]:
-    """The first line of every blank-line-separated block of a file (CoNLL-U sentences)."""
+    """The first line of every blank-line-separated block of a file (CoNLL-U sentences).
+
+    A line of only whitespace separates blocks too, as in `read_sources`.
+    """
     starts, in_block = [], False
     for number, raw in io_utils.read_raw_lines(path):
-        empty = raw == b"" or (number == 1 and raw == _UTF8_BOM)
+        empty = raw.strip() == b"" or (number == 1 and raw.strip() == _UTF8_BOM)
         if not empty and not in_block:
             starts.append(number)
         in_block = not empty

@@ -16,6 +16,7 @@ import os
 from typing import Optional
 
 import tensorflow as tf
+from absl import logging
 
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParams
@@ -63,6 +64,39 @@ def run_dir_of(output_dir: Optional[str], checkpoint_path: Optional[str]) -> Opt
     return output_dir
 
 
+def check_checkpoint_of_run(output_dir: Optional[str], checkpoint_path: Optional[str]) -> None:
+    """Refuses a `--checkpoint_path` whose run differs from `--output_dir`'s.
+
+    With both flags the checkpoint's own directory describes it; when that
+    directory records another model, problem or other hparams than
+    `--output_dir`, the user most likely mixed up two runs.
+
+    Raises:
+        RunDirectoryError: the two runs' records differ (named).
+    """
+    if not (output_dir and checkpoint_path):
+        return
+    checkpoint_run = run_dir_of(output_dir, checkpoint_path)
+    if os.path.realpath(checkpoint_run) == os.path.realpath(output_dir):
+        return
+    ours, theirs = run_directory.load_flags(output_dir), run_directory.load_flags(checkpoint_run)
+    if not ours or not theirs:
+        logging.warning("--checkpoint_path=%s is outside --output_dir=%s and one of them records "
+                        "no flags.txt: cannot check that both are of the same model",
+                        checkpoint_path, output_dir)
+        return
+    differences = [f"--{name}={theirs.get(name)} (--output_dir: {ours.get(name)})"
+                   for name in ("model", "problem") if ours.get(name) != theirs.get(name)]
+    saved_hparams = run_directory.load_hparams(checkpoint_run), run_directory.load_hparams(output_dir)
+    if None not in saved_hparams and saved_hparams[0].values() != saved_hparams[1].values():
+        differences.append("other hparams")
+    if differences:
+        raise run_directory.RunDirectoryError(
+            f"--checkpoint_path={checkpoint_path} is a checkpoint of another run than "
+            f"--output_dir={output_dir}: {checkpoint_run} records {', '.join(differences)}; give "
+            f"only --checkpoint_path, or a checkpoint of --output_dir's run")
+
+
 def saved_flag(run_dir: Optional[str], name: str) -> Optional[str]:
     """The value of flag `name` the run was trained with, or None."""
     if not run_dir:
@@ -75,12 +109,15 @@ def restore_model(model, checkpoint_prefix: str) -> None:
 
     Raises:
         CheckpointError: a weight of the model has no value in the
-            checkpoint, or a value of another shape.
+            checkpoint, or a value of another shape, or a file of the
+            checkpoint is truncated or corrupt (named).
     """
     try:
         weights = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model))
         status = weights.read(checkpoint_prefix)
         status.expect_partial().assert_existing_objects_matched()
+    except checkpoints.READ_ERRORS as error:
+        raise CheckpointError(str(checkpoints.corrupt_checkpoint_error(checkpoint_prefix, error))) from error
     except (AssertionError, ValueError) as error:
         raise CheckpointError(f"{checkpoint_prefix}: the checkpoint does not fit model "
                               f"{type(model).__name__} with these hparams: {error}") from error
@@ -144,6 +181,7 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
         RegistryError, HParamsError, DataNotGeneratedError: as their names say.
     """
     checkpoint = resolve_checkpoint(output_dir, checkpoint_path)
+    check_checkpoint_of_run(output_dir, checkpoint_path)
     run_dir = run_dir_of(output_dir, checkpoint_path)
     model_name = _from_flag_or_run("model", model_name, run_dir)
     problem_name = _from_flag_or_run("problem", problem_name, run_dir)

@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, Optional, Union
 
 from absl import logging
 
@@ -42,18 +42,23 @@ _KEY_HEX_DIGITS = 16
 _PROGRESS_EVERY_SECONDS = 30.0
 
 
-def parsable_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+def parsable_lines(path: PathLike, passed_over: Optional[list] = None) -> Iterator[tuple[int, str]]:
     """`(line number, text)` of the lines of `path` that get parsed.
 
-    Lines that are not valid UTF-8 or are blank are passed over silently.
+    Lines that are not valid UTF-8 or are blank are passed over; their
+    `InputError`s are appended to `passed_over` when it is given.
     """
     for number, raw in io_utils.read_raw_lines(path):
         try:
             text = io_utils.decode_line(path, number, raw)
-        except InputError:
+        except InputError as error:
+            if passed_over is not None:
+                passed_over.append(error)
             continue
         if text.strip():
             yield number, text
+        elif passed_over is not None:
+            passed_over.append(InputError(path, number, "blank line", reason="blank line"))
 
 
 def content_sha256(path: PathLike) -> str:
@@ -101,15 +106,18 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
     return path
 
 
-def parse_lines(parser: Parser, input_path: PathLike,
-                pretokenized: bool = False) -> tuple[int, Iterator[DependencyTree]]:
+def parse_lines(parser: Parser, input_path: PathLike, pretokenized: bool = False,
+                passed_over: Optional[list] = None) -> tuple[int, Iterator[DependencyTree]]:
     """The trees of the parsable lines of `input_path`, uncached.
+
+    Args:
+        passed_over: as in `parsable_lines`.
 
     Returns:
         The number of parsable lines, and their trees as they are parsed, each
         with `# source_line` and `# text` (what the parser was given).
     """
-    lines = list(parsable_lines(input_path))
+    lines = list(parsable_lines(input_path, passed_over))
     texts = [" ".join(text.split()) for _, text in lines]
     if pretokenized:
         trees = parser.parse_tokens(text.split() for text in texts)

@@ -61,6 +61,32 @@ class CheckpointMismatchError(ValueError):
     """A checkpoint does not fit the model and optimizer it is restored into."""
 
 
+class CorruptCheckpointError(ValueError):
+    """A checkpoint whose files cannot be read (truncated or damaged)."""
+
+
+# What TensorFlow raises on a truncated or damaged checkpoint file: an OpError
+# (DataLossError, "file is too short to be an sstable", ...) or, for a data
+# file cut short, IndexError("Read less bytes than requested").
+READ_ERRORS = (tf.errors.OpError, IndexError)
+
+
+def corrupt_checkpoint_error(prefix, error):
+    """A `CorruptCheckpointError` naming the file of checkpoint `prefix` that failed to read.
+
+    The index is named when it cannot be opened; otherwise the data files
+    (normally one), whose tensors TensorFlow reads from it.
+    """
+    try:
+        tf.train.load_checkpoint(prefix)
+        files = sorted(glob.glob(glob.escape(prefix) + ".data-*")) or [prefix + ".data-*"]
+    except READ_ERRORS:
+        files = [prefix + ".index"]
+    detail = " ".join(str(error).split())[:300]
+    return CorruptCheckpointError(f"{', '.join(files)}: the checkpoint file is truncated or corrupt "
+                                  f"({type(error).__name__}: {detail})")
+
+
 def model_weights(model):
     """`{weight path: variable}` of every weight of a built Keras model.
 
@@ -189,9 +215,11 @@ class TrainingCheckpoint:
         return "data" in self._optional
 
     def restore_latest(self):
-        """Restores the newest checkpoint, if any.
+        """Restores the newest checkpoint that can be read, if any.
 
-        Sets `restored_parts` to the parts that were read.
+        A checkpoint whose files are truncated or corrupt is skipped with a
+        warning naming the file, and the next older one is tried. Sets
+        `restored_parts` to the parts that were read.
 
         Returns:
             The restored global step, or None when there is no checkpoint.
@@ -200,10 +228,31 @@ class TrainingCheckpoint:
             CheckpointMismatchError: the checkpoint holds values that match
                 no variable or have another shape, or leaves variables
                 without a value.
+            CorruptCheckpointError: no checkpoint of the run can be read.
         """
-        path = self.latest
-        if path is None:
+        candidates = list(reversed(self.manager.checkpoints))
+        if not candidates:
             return None
+        failures = []
+        for path in candidates:
+            try:
+                step = self._restore(path)
+            except READ_ERRORS as error:
+                failure = corrupt_checkpoint_error(path, error)
+                failures.append(failure)
+                logging.warning("skipping checkpoint %s: %s; trying an older one", path, failure)
+                continue
+            if failures:
+                logging.warning("resumed from %s, the newest checkpoint that loads (skipped %d "
+                                "damaged: %s)", path, len(failures),
+                                ", ".join(os.path.basename(p) for p in candidates[:len(failures)]))
+            return step
+        raise CorruptCheckpointError(
+            f"no checkpoint of {self.directory} can be read ({len(failures)} tried): "
+            + "; ".join(str(failure) for failure in failures)
+            + ". Move the damaged files away to start this run again from scratch")
+
+    def _restore(self, path):
         saved = saved_parts(path)
         optional = {name: value for name, value in self._optional.items() if name in saved}
         for name in sorted(set(self._optional) - saved):

@@ -8,8 +8,11 @@ problem, and reports every hyper-parameter that the new command line would
 change instead of silently building a different network.
 """
 
+import glob
 import json
 import os
+
+from absl import logging
 
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParams
@@ -84,6 +87,11 @@ def write_run_files(output_dir, hparams, flag_lines):
     atomic_write_text(flags_path(output_dir), "".join(f"{line}\n" for line in flag_lines))
 
 
+def _holds_checkpoint(output_dir):
+    return bool(checkpoints.latest_checkpoint(output_dir)
+                or glob.glob(os.path.join(glob.escape(output_dir), "*.index")))
+
+
 def check_same_run(output_dir, identity):
     """Refuses to continue a run of another model or problem.
 
@@ -96,6 +104,8 @@ def check_same_run(output_dir, identity):
         RunDirectoryError: a saved value differs, or the directory holds
             checkpoints without the run's `hparams.json`.
     """
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise RunDirectoryError(f"--output_dir={output_dir} is a file, not a directory")
     saved_hparams = os.path.exists(hparams_path(output_dir))
     if not saved_hparams and checkpoints.latest_checkpoint(output_dir):
         raise RunDirectoryError(
@@ -105,7 +115,11 @@ def check_same_run(output_dir, identity):
     conflicts = [f"--{name}={saved_flags[name]} (this command: --{name}={value})"
                  for name, value in identity.items()
                  if name in saved_flags and saved_flags[name] != str(value)]
-    if conflicts:
+    if conflicts and not _holds_checkpoint(output_dir):
+        # Nothing was trained: the record of an attempt that failed early blocks nothing.
+        logging.warning("--output_dir=%s records another run (%s) but holds no checkpoint; "
+                        "starting this one there", output_dir, "; ".join(conflicts))
+    elif conflicts:
         raise RunDirectoryError(
             f"--output_dir={output_dir} holds a different run: {'; '.join(conflicts)}. "
             f"Choose another --output_dir to start a new run.")
@@ -123,10 +137,17 @@ def reconcile_hparams(output_dir, saved, requested):
     Returns:
         The `HParams` to train with.
 
+    A run directory without a checkpoint never holds the command back:
+    its saved hparams are those of an attempt that trained nothing.
+
     Raises:
+        HParamsError: a requested value is out of its range.
         RunDirectoryError: neither is given, or `requested` differs from
-            `saved`; the message lists every difference.
+            `saved` of a run that has a checkpoint; the message lists every
+            difference.
     """
+    if requested is not None:
+        requested.validate()
     if saved is None:
         if requested is None:
             raise RunDirectoryError(
@@ -135,6 +156,10 @@ def reconcile_hparams(output_dir, saved, requested):
     if requested is None:
         return saved
     differences = saved.differences(requested)
+    if differences and not _holds_checkpoint(output_dir):
+        logging.warning("--output_dir=%s holds no checkpoint: replacing its saved hparams (%s)",
+                        output_dir, ", ".join(sorted(differences)))
+        return requested
     if differences:
         listed = "; ".join(f"{name}: saved {old!r}, requested {new!r}"
                            for name, (old, new) in sorted(differences.items()))
