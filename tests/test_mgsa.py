@@ -208,3 +208,31 @@ def test_bad_hparams_are_named():
         tiny_model(mgsa_partition="random")
     with pytest.raises(HParamsError, match="mgsa_layers"):
         tiny_model(mgsa_layers=[5])
+
+
+@pytest.mark.parametrize("interaction", ["lstm", "on_lstm"])
+def test_tag_loss_reads_the_composition_not_the_interaction(interaction):
+    # Seed eq. 9-10: tags are predicted from G_x, the memory right after composition, so
+    # the tag loss has no gradient into the interaction's weights (eq. 11 comes after).
+    model = tiny_model(mgsa_interaction=interaction, mgsa_composition="attention")
+    features = batch()
+    with tf.GradientTape() as tape:
+        losses = model.compute_losses(features, model(features))
+    memory = model.encoder_layers[0].phrase_memory
+    interaction_weights = memory.interactor.trainable_weights
+    composition_weights = [dense.kernel for dense in memory.composer.values()]
+    gradients = tape.gradient(losses["phrase_tag"], interaction_weights + composition_weights)
+    for weight, gradient in zip(interaction_weights, gradients):
+        assert gradient is None or not np.any(gradient.numpy()), weight.path
+    assert all(g is not None and np.any(g.numpy()) for g in gradients[len(interaction_weights):])
+
+
+def test_phrase_memory_returns_the_composition_before_the_interaction(rng):
+    x = rng.normal(size=(1, 5, 8)).astype(np.float32)
+    ids = tf.constant([[[0, 0, 1, 2, 2]]])
+    plain, _ = PhraseMemory(8, 1, composition="max")(x, ids)
+    memory, mask, composed = PhraseMemory(8, 1, composition="max", interaction="lstm")(
+        x, ids, return_composition=True)
+    np.testing.assert_allclose(composed, plain, rtol=1e-6)
+    assert not np.allclose(memory, composed)
+    assert mask.numpy().tolist() == [[[True, True, True, False, False]]]

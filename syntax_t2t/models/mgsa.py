@@ -25,8 +25,8 @@ inside `tf.data`; without them (e.g. when decoding) the model computes them
 with `tf.numpy_function`. The `<EOS>` position belongs to no phrase.
 
 Phrase-tag supervision (`mgsa_tag_loss_weight`, the seed's lambda = 0.001;
-0 turns it off): a softmax layer on the bottom MG-SA layer's syntactic
-phrase memory predicts each phrase's label (seed eq. 9-10). Labels are the
+0 turns it off): a softmax layer on the bottom MG-SA layer's composed
+syntactic phrases G_x (before the interaction) predicts each phrase's label (seed eq. 9-10). Labels are the
 UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
 mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
 phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
@@ -313,7 +313,9 @@ class MultiGranularitySelfAttention(Transformer):
         if "attention" in encoded:
             outputs["attention"] = encoded["attention"]
         if self.tag_classifier is not None:
-            bottom = encoded["phrase_memory"][0]
+            # G_x, the memory right after composition (seed eq. 9-10), not
+            # the interaction's output H_g: the tag loss trains the composition.
+            bottom = encoded["phrase_composition"][0]
             outputs["phrase_tag_logits"] = tf.cast(self.tag_classifier(bottom), tf.float32)
         return outputs
 
