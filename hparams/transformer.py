@@ -86,6 +86,10 @@ def transformer_base():
         mgsa_partition="syntactic",  # "ngram" or "syntactic"
         mgsa_ngram_sizes=[2, 3, 4],  # one granularity per group of phrase heads
         mgsa_levels=3,  # K: syntactic phrases of tree levels 1..K
+        # Phrases from src_heads (data/dependency_phrases.py): "right_first" (a head
+        # takes its right dependents, then its left ones: the seed's Figure 1) or
+        # "projection" (each head with its projection, flat).
+        mgsa_dependency_phrases="right_first",
         mgsa_word_heads=0,  # word heads (the first ones); 0 = a quarter of num_heads
         mgsa_composition="attention",  # "max", "attention" (the seed's default) or "lstm"
         mgsa_interaction="none",  # phrase interaction: "none", "lstm" or "on_lstm"

@@ -236,3 +236,19 @@ def test_phrase_memory_returns_the_composition_before_the_interaction(rng):
     np.testing.assert_allclose(composed, plain, rtol=1e-6)
     assert not np.allclose(memory, composed)
     assert mask.numpy().tolist() == [[[True, True, True, False, False]]]
+
+
+def test_model_phrases_follow_the_seeds_figure_by_default():
+    # "Bush held a talk with Sharon" (UD heads) + <EOS>: level 1 (Bush)(held a talk with
+    # Sharon), level 2 (Bush)(held)(a talk)(with Sharon), as in the seed's Figure 1.
+    heads = np.array([[2, 0, 4, 2, 6, 2, -1]])
+    derived = tiny_model().derived_features.compute({"src_heads": heads})
+    assert derived["mgsa_phrases_1"].tolist() == [[0, 1, 1, 1, 1, 1, -1]]
+    assert derived["mgsa_phrases_2"].tolist() == [[0, 1, 2, 2, 3, 3, -1]]
+    assert derived["mgsa_phrases_3"].tolist() == [[0, 1, 2, 3, 4, 5, -1]]
+    # The VP's tag is its head's (a projection); Bush is a word.
+    assert derived["mgsa_tag_kinds_1"][0, :2].tolist() == [mgsa.WORD, mgsa.PROJECTION]
+    flat = tiny_model(mgsa_dependency_phrases="projection").derived_features
+    assert flat.compute({"src_heads": heads})["mgsa_phrases_1"].tolist() == [[0, 1, 2, 2, 3, 3, -1]]
+    with pytest.raises(HParamsError, match="mgsa_dependency_phrases"):
+        tiny_model(mgsa_dependency_phrases="flat")

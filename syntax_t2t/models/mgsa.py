@@ -13,8 +13,10 @@ Partitions (`mgsa_partition`):
 * `"ngram"`: non-overlapping n-grams of sizes `mgsa_ngram_sizes` (the seed:
   2, 3, 4); no trees needed.
 * `"syntactic"`: the phrases of levels 1..`mgsa_levels` (the seed: 3) of the
-  phrase structure "each head with its projection" derived from `src_heads`
-  (`data/constituency.py`, `data/phrases.py`), or, with
+  phrase structure derived from `src_heads` by the rule
+  `mgsa_dependency_phrases` (`data/dependency_phrases.py`: "right_first",
+  which reproduces the seed's Figure 1, or the flat "projection";
+  `data/phrases.py` takes the levels), or, with
   `phrase_structure=bracketed`, of the data's bracketed trees
   (`src_const_start`, `src_const_end`, `src_const_label`; see
   `syntax_t2t.problem`).
@@ -41,6 +43,7 @@ import tensorflow as tf
 from syntax_t2t import registry
 from syntax_t2t.data import phrases as phrase_partitions
 from syntax_t2t.data.bracketed import tree_from_constituent_features
+from syntax_t2t.data.dependency_phrases import RULES as DEPENDENCY_RULES
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree
@@ -112,7 +115,8 @@ def _phrase_head(label):
     return WORD, int(label)
 
 
-def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None):
+def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None, *,
+                              rule="projection"):
     """Syntactic partitions of a batch and what each phrase's tag is read from, with NumPy.
 
     Args:
@@ -121,6 +125,8 @@ def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=
         starts, ends, labels: None to derive each phrase structure from
             `heads`, or int [B, C] `src_const_start`, `src_const_end`,
             `src_const_label` (bracketed trees over the words of `heads`).
+        rule: the `data/dependency_phrases.py` rule for trees derived from
+            `heads`.
 
     Returns:
         `(phrase_ids, tag_heads, tag_kinds)`, int32 [B, K, S] each: each
@@ -143,7 +149,7 @@ def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=
         positions = [str(t) for t in range(n)]
         if starts is None:
             tree = DependencyTree.from_heads(positions, heads[row, :n], upos=positions)
-            phrases = phrase_structure_from_dependencies(tree)
+            phrases = phrase_structure_from_dependencies(tree, rule)
         else:
             phrases = tree_from_constituent_features(
                 starts[row], ends[row], [f"{label}C" for label in label_ids[row]], n,
@@ -204,6 +210,11 @@ class MultiGranularitySelfAttention(Transformer):
             raise HParamsError(f"phrase_structure={structure!r}: expected one of "
                                f"{', '.join(PHRASE_STRUCTURES)}")
         self.bracketed = syntactic and structure == "bracketed"
+        # Runs saved before the rule existed used the flat "projection" rule.
+        self.dependency_rule = hparams.get("mgsa_dependency_phrases", "projection")
+        if self.dependency_rule not in DEPENDENCY_RULES:
+            raise HParamsError(f"mgsa_dependency_phrases={self.dependency_rule!r}: expected one "
+                               f"of {', '.join(DEPENDENCY_RULES)}")
         self.num_granularities = hparams.mgsa_levels if syntactic else len(hparams.mgsa_ngram_sizes)
         if self.num_granularities < 1:
             raise HParamsError("MG-SA needs at least one granularity (mgsa_levels or "
@@ -274,7 +285,8 @@ class MultiGranularitySelfAttention(Transformer):
         return keys
 
     def _derive(self, heads, *brackets):
-        arrays = syntactic_phrase_features(heads, self.num_granularities, *brackets)
+        arrays = syntactic_phrase_features(heads, self.num_granularities, *brackets,
+                                           rule=self.dependency_rule)
         arrays = arrays if self.uses_tags else arrays[:1]
         return tuple(array[:, k] for array in arrays for k in range(self.num_granularities))
 
@@ -293,7 +305,8 @@ class MultiGranularitySelfAttention(Transformer):
         heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
         brackets = [tf.cast(features[key], tf.int32) for key in BRACKET_KEYS if self.bracketed]
         arrays = tf.numpy_function(
-            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b),
+            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b,
+                                                    rule=self.dependency_rule),
             [heads] + brackets, [tf.int32] * 3, stateful=False)
         for array in arrays:
             array.set_shape([None, self.num_granularities, None])
