@@ -95,6 +95,9 @@ def transformer_base():
         mgsa_interaction="none",  # phrase interaction: "none", "lstm" or "on_lstm"
         mgsa_chunk_size=8,  # ON-LSTM neurons per master-gate value
         mgsa_tag_loss_weight=0.001,  # lambda of the phrase-tag loss; 0 = no supervision
+        # L_tag summed over phrases per target token ("sum": eq. 12 as T2T normalises
+        # it) or averaged over phrases ("mean"); models/loss_reduction.py.
+        mgsa_tag_loss_reduction="sum",
         # ------------------------------------------------------------------
         # NSD (Ma et al. 2019): neural syntactic distances.
         nsd_side="source",  # "source", "target" (needs target trees) or "both"
@@ -108,6 +111,10 @@ def transformer_base():
         nsd_output=False,  # predict the NSD from the encoder / decoder states (eq. 11)
         nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
         nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
+        # "sum": eq. 19-20's sums per target token, as OpenNMT normalised eq. 17;
+        # "mean": averages over words (and word pairs); models/loss_reduction.py.
+        nsd_entropy_loss_reduction="sum",
+        nsd_distance_loss_reduction="sum",
     )
 
 

@@ -252,3 +252,30 @@ def test_model_phrases_follow_the_seeds_figure_by_default():
     assert flat.compute({"src_heads": heads})["mgsa_phrases_1"].tolist() == [[0, 1, 2, 2, 3, 3, -1]]
     with pytest.raises(HParamsError, match="mgsa_dependency_phrases"):
         tiny_model(mgsa_dependency_phrases="flat")
+
+
+def test_summed_tag_loss_per_target_token_against_hand_computation():
+    logits = tf.math.log(tf.constant([[[[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [1 / 3] * 3]]]))
+    tags = tf.constant([[[1, 2, 0]]])
+    expected = -(np.log(0.25) + np.log(0.6)) / 7  # summed over phrases, per target token
+    np.testing.assert_allclose(mgsa.phrase_tag_loss(logits, tags, "sum", 7.0), expected,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_model_tag_loss_reduction(reduction):
+    model = tiny_model(mgsa_tag_loss_reduction=reduction)
+    features = batch()
+    outputs = model(features)
+    losses = model.compute_losses(features, outputs)
+    _, heads, kinds = model.syntactic_features(features, 7)
+    tags = mgsa.phrase_tags(heads, kinds, features["src_upos"], VOCABS["upos"]).numpy()
+    log_probs = tf.nn.log_softmax(outputs["phrase_tag_logits"]).numpy()
+    naive = [-log_probs[b, k, s, tags[b, k, s]] for b, k, s in zip(*np.nonzero(tags))]
+    # The seed's eq. 12 per target token (6 + 3 tokens of INPUTS), or the mean over phrases.
+    expected = sum(naive) / (9 if reduction == "sum" else len(naive))
+    np.testing.assert_allclose(losses["phrase_tag"], expected, rtol=1e-5)
+    np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.001 * losses["phrase_tag"],
+                               rtol=1e-6)
+    with pytest.raises(HParamsError, match="mgsa_tag_loss_reduction='max'"):
+        tiny_model(mgsa_tag_loss_reduction="max")

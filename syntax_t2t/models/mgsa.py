@@ -32,7 +32,9 @@ syntactic phrases G_x (before the interaction) predicts each phrase's label (see
 UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
 mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
 phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
-never a partition. With bracketed trees a constituent's label is its own
+never a partition. `mgsa_tag_loss_reduction` ("sum", the seed's eq. 12
+balance, or "mean"; `models/loss_reduction.py`) sets L_tag's weight against
+the translation loss. With bracketed trees a constituent's label is its own
 (NP, VP: `const` vocabulary ids, `const + V_upos`), a single word's its UPOS.
 """
 
@@ -50,6 +52,7 @@ from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
 from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
+from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
 from syntax_t2t.models.transformer import Transformer, fit_length
 
 PARTITIONS = ("ngram", "syntactic")
@@ -222,6 +225,9 @@ class MultiGranularitySelfAttention(Transformer):
         if not syntactic and min(hparams.mgsa_ngram_sizes) < 1:
             raise HParamsError(f"mgsa_ngram_sizes={hparams.mgsa_ngram_sizes}: sizes must be >= 1")
         self.uses_tags = syntactic and hparams.mgsa_tag_loss_weight > 0
+        # Runs saved before the reduction existed averaged over phrases.
+        self.tag_loss_reduction = hparams.get("mgsa_tag_loss_reduction", "mean")
+        check_reduction("mgsa_tag_loss_reduction", self.tag_loss_reduction)
         # Instance attributes: the needed batch keys depend on the partition.
         tree_keys = {"src_heads"} if syntactic else set()
         if self.bracketed:
@@ -340,22 +346,26 @@ class MultiGranularitySelfAttention(Transformer):
         _, tag_heads, tag_kinds = self.syntactic_features(features, length)
         tags = phrase_tags(tag_heads, tag_kinds, fit_length(features["src_upos"], length, 0),
                            self.vocab_size("upos"))
-        result["phrase_tag"] = phrase_tag_loss(outputs["phrase_tag_logits"], tags)
+        result["phrase_tag"] = phrase_tag_loss(
+            outputs["phrase_tag_logits"], tags, self.tag_loss_reduction,
+            target_tokens(features["targets"]))
         result["total"] = result["nmt"] + self.hparams.mgsa_tag_loss_weight * result["phrase_tag"]
         return result
 
 
-def phrase_tag_loss(logits, tags):
-    """Mean cross-entropy of the phrase tags over the slots that hold a phrase.
+def phrase_tag_loss(logits, tags, reduction="mean", num_target_tokens=None):
+    """Cross-entropy of the phrase tags over the slots that hold a phrase.
 
     Args:
         logits: float [B, K, S, T].
         tags: int [B, K, S]; 0 = no phrase.
+        reduction: `"mean"` over the phrases, or `"sum"` over them divided by
+            the batch's target tokens (`models/loss_reduction.py`).
+        num_target_tokens: float32 scalar, for `"sum"`.
 
     Returns:
         float32 scalar (0 without phrases).
     """
     tags = tf.cast(tags, tf.int32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(tags, tf.cast(logits, tf.float32))
-    weights = tf.cast(tags > 0, tf.float32)
-    return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    return reduce_loss(losses, tags > 0, reduction, num_target_tokens)
