@@ -43,7 +43,8 @@ def transformer_base():
         length_bucket_step=1.1,
         # Key (and optional value) biases from label embeddings (thesis 3.1).
         max_relative_position=0,  # 0 = no relative positions; Shaw et al. use 20
-        relative_value_bias=False,
+        relative_value_bias=False,  # relative-position value embeddings (T2T 1.5.6: on)
+        tree_value_bias=False,  # value embeddings for the tree labels too
         max_tree_distance=20,  # TreeDistance (thesis 3.1.2): 5 or 20
         max_traversal_length=10,  # TreeTraversal (thesis 3.1.3)
         # Specialised heads (thesis 3.2).
@@ -120,9 +121,14 @@ def transformer_base():
 
 @registry.register_hparams
 def transformer_relative():
-    """Shaw et al. relative positions (max 20), no sinusoidal positions."""
+    """Shaw et al. relative positions (max 20) on keys and values, no sinusoidal positions.
+
+    T2T 1.5.6's `dot_product_attention_relative`, with which the thesis
+    trained its relative baseline, adds the embeddings to keys and values.
+    """
     hparams = transformer_base()
     hparams.max_relative_position = 20
+    hparams.relative_value_bias = True
     hparams.position_encoding = "none"
     return hparams
 
