@@ -43,7 +43,8 @@ def transformer_base():
         length_bucket_step=1.1,
         # Key (and optional value) biases from label embeddings (thesis 3.1).
         max_relative_position=0,  # 0 = no relative positions; Shaw et al. use 20
-        relative_value_bias=False,
+        relative_value_bias=False,  # relative-position value embeddings (T2T 1.5.6: on)
+        tree_value_bias=False,  # value embeddings for the tree labels too
         max_tree_distance=20,  # TreeDistance (thesis 3.1.2): 5 or 20
         max_traversal_length=10,  # TreeTraversal (thesis 3.1.3)
         # Specialised heads (thesis 3.2).
@@ -92,11 +93,18 @@ def transformer_base():
         mgsa_partition="syntactic",  # "ngram" or "syntactic"
         mgsa_ngram_sizes=[2, 3, 4],  # one granularity per group of phrase heads
         mgsa_levels=3,  # K: syntactic phrases of tree levels 1..K
+        # Phrases from src_heads (data/dependency_phrases.py): "right_first" (a head
+        # takes its right dependents, then its left ones: the seed's Figure 1) or
+        # "projection" (each head with its projection, flat).
+        mgsa_dependency_phrases="right_first",
         mgsa_word_heads=0,  # word heads (the first ones); 0 = a quarter of num_heads
         mgsa_composition="attention",  # "max", "attention" (the seed's default) or "lstm"
         mgsa_interaction="none",  # phrase interaction: "none", "lstm" or "on_lstm"
         mgsa_chunk_size=8,  # ON-LSTM neurons per master-gate value
         mgsa_tag_loss_weight=0.001,  # lambda of the phrase-tag loss; 0 = no supervision
+        # L_tag summed over phrases per target token ("sum": eq. 12 as T2T normalises
+        # it) or averaged over phrases ("mean"); models/loss_reduction.py.
+        mgsa_tag_loss_reduction="sum",
         # ------------------------------------------------------------------
         # NSD (Ma et al. 2019): neural syntactic distances.
         nsd_side="source",  # "source", "target" (needs target trees) or "both"
@@ -110,6 +118,10 @@ def transformer_base():
         nsd_output=False,  # predict the NSD from the encoder / decoder states (eq. 11)
         nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
         nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
+        # "sum": eq. 19-20's sums per target token, as OpenNMT normalised eq. 17;
+        # "mean": averages over words (and word pairs); models/loss_reduction.py.
+        nsd_entropy_loss_reduction="sum",
+        nsd_distance_loss_reduction="sum",
     )
     # Label smoothing of the parse loss; None = the form's default (0 for
     # "logits", T2T's 0.1 for "attention").
@@ -119,9 +131,14 @@ def transformer_base():
 
 @registry.register_hparams
 def transformer_relative():
-    """Shaw et al. relative positions (max 20), no sinusoidal positions."""
+    """Shaw et al. relative positions (max 20) on keys and values, no sinusoidal positions.
+
+    T2T 1.5.6's `dot_product_attention_relative`, with which the thesis
+    trained its relative baseline, adds the embeddings to keys and values.
+    """
     hparams = transformer_base()
     hparams.max_relative_position = 20
+    hparams.relative_value_bias = True
     hparams.position_encoding = "none"
     return hparams
 

@@ -12,6 +12,7 @@ from absl.testing import flagsaver
 from syntax_t2t import registry
 from syntax_t2t.cli import analyze, common
 from syntax_t2t.data.conllu_reader import format_conllu
+from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.evaluation import attention, length_buckets
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
@@ -145,3 +146,22 @@ def test_cli_needs_something_to_analyse(run, tmp_path):
         message = "needs --length_source_file, --length_references, --length_system"
         with pytest.raises(common.UsageError, match=message):
             analyze.main(["analyze"])
+
+
+def test_phrase_levels_count_each_rules_phrases(tmp_path):
+    # Figure 1's sentence (UD heads) and "She saw the cat .": right_first gives (Bush)(held
+    # ...) and (She)(saw the cat .) at level 1; the flat rule (Bush)(held)(a talk)(with
+    # Sharon) and (She)(saw)(the cat)(.).
+    trees = [DependencyTree.from_heads("Bush held a talk with Sharon".split(), [2, 0, 4, 2, 6, 2]),
+             DependencyTree.from_heads("She saw the cat .".split(), [2, 0, 4, 2, 2])]
+    conllu = tmp_path / "two.conllu"
+    conllu.write_text(format_conllu(trees), encoding="utf-8")
+    if not FLAGS.is_parsed():
+        FLAGS(["analyze"])
+    with flagsaver.flagsaver(analysis_dir=str(tmp_path / "out"), phrase_levels_from=str(conllu),
+                             phrase_levels=2):
+        analyze.main(["analyze"])
+    report = json.loads((tmp_path / "out" / "analysis.json").read_text(encoding="utf-8"))
+    levels = report["phrase_levels"]
+    assert levels["sentences"] == 2 and levels["mean_words"] == 5.5
+    assert levels["mean_phrases_per_level"] == {"projection": [4, 5.5], "right_first": [2, 4]}

@@ -120,7 +120,8 @@ def test_registered_sets_build_on_each_other():
     base = registry.hparams("transformer_base")
     relative = registry.hparams("transformer_relative")
     assert base.differences(relative) == {
-        "max_relative_position": (0, 20), "position_encoding": ("sinusoid", "none")}
+        "max_relative_position": (0, 20), "position_encoding": ("sinusoid", "none"),
+        "relative_value_bias": (False, True)}
     assert (base.hidden_size, base.filter_size, base.num_heads, base.batch_size,
             base.learning_rate, base.learning_rate_warmup_steps, base.adam_beta2) == (
         512, 2048, 8, 3072, 0.2, 8000, 0.997)

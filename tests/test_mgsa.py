@@ -208,3 +208,74 @@ def test_bad_hparams_are_named():
         tiny_model(mgsa_partition="random")
     with pytest.raises(HParamsError, match="mgsa_layers"):
         tiny_model(mgsa_layers=[5])
+
+
+@pytest.mark.parametrize("interaction", ["lstm", "on_lstm"])
+def test_tag_loss_reads_the_composition_not_the_interaction(interaction):
+    # Seed eq. 9-10: tags are predicted from G_x, the memory right after composition, so
+    # the tag loss has no gradient into the interaction's weights (eq. 11 comes after).
+    model = tiny_model(mgsa_interaction=interaction, mgsa_composition="attention")
+    features = batch()
+    with tf.GradientTape() as tape:
+        losses = model.compute_losses(features, model(features))
+    memory = model.encoder_layers[0].phrase_memory
+    interaction_weights = memory.interactor.trainable_weights
+    composition_weights = [dense.kernel for dense in memory.composer.values()]
+    gradients = tape.gradient(losses["phrase_tag"], interaction_weights + composition_weights)
+    for weight, gradient in zip(interaction_weights, gradients):
+        assert gradient is None or not np.any(gradient.numpy()), weight.path
+    assert all(g is not None and np.any(g.numpy()) for g in gradients[len(interaction_weights):])
+
+
+def test_phrase_memory_returns_the_composition_before_the_interaction(rng):
+    x = rng.normal(size=(1, 5, 8)).astype(np.float32)
+    ids = tf.constant([[[0, 0, 1, 2, 2]]])
+    plain, _ = PhraseMemory(8, 1, composition="max")(x, ids)
+    memory, mask, composed = PhraseMemory(8, 1, composition="max", interaction="lstm")(
+        x, ids, return_composition=True)
+    np.testing.assert_allclose(composed, plain, rtol=1e-6)
+    assert not np.allclose(memory, composed)
+    assert mask.numpy().tolist() == [[[True, True, True, False, False]]]
+
+
+def test_model_phrases_follow_the_seeds_figure_by_default():
+    # "Bush held a talk with Sharon" (UD heads) + <EOS>: level 1 (Bush)(held a talk with
+    # Sharon), level 2 (Bush)(held)(a talk)(with Sharon), as in the seed's Figure 1.
+    heads = np.array([[2, 0, 4, 2, 6, 2, -1]])
+    derived = tiny_model().derived_features.compute({"src_heads": heads})
+    assert derived["mgsa_phrases_1"].tolist() == [[0, 1, 1, 1, 1, 1, -1]]
+    assert derived["mgsa_phrases_2"].tolist() == [[0, 1, 2, 2, 3, 3, -1]]
+    assert derived["mgsa_phrases_3"].tolist() == [[0, 1, 2, 3, 4, 5, -1]]
+    # The VP's tag is its head's (a projection); Bush is a word.
+    assert derived["mgsa_tag_kinds_1"][0, :2].tolist() == [mgsa.WORD, mgsa.PROJECTION]
+    flat = tiny_model(mgsa_dependency_phrases="projection").derived_features
+    assert flat.compute({"src_heads": heads})["mgsa_phrases_1"].tolist() == [[0, 1, 2, 2, 3, 3, -1]]
+    with pytest.raises(HParamsError, match="mgsa_dependency_phrases"):
+        tiny_model(mgsa_dependency_phrases="flat")
+
+
+def test_summed_tag_loss_per_target_token_against_hand_computation():
+    logits = tf.math.log(tf.constant([[[[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [1 / 3] * 3]]]))
+    tags = tf.constant([[[1, 2, 0]]])
+    expected = -(np.log(0.25) + np.log(0.6)) / 7  # summed over phrases, per target token
+    np.testing.assert_allclose(mgsa.phrase_tag_loss(logits, tags, "sum", 7.0), expected,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_model_tag_loss_reduction(reduction):
+    model = tiny_model(mgsa_tag_loss_reduction=reduction)
+    features = batch()
+    outputs = model(features)
+    losses = model.compute_losses(features, outputs)
+    _, heads, kinds = model.syntactic_features(features, 7)
+    tags = mgsa.phrase_tags(heads, kinds, features["src_upos"], VOCABS["upos"]).numpy()
+    log_probs = tf.nn.log_softmax(outputs["phrase_tag_logits"]).numpy()
+    naive = [-log_probs[b, k, s, tags[b, k, s]] for b, k, s in zip(*np.nonzero(tags))]
+    # The seed's eq. 12 per target token (6 + 3 tokens of INPUTS), or the mean over phrases.
+    expected = sum(naive) / (9 if reduction == "sum" else len(naive))
+    np.testing.assert_allclose(losses["phrase_tag"], expected, rtol=1e-5)
+    np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.001 * losses["phrase_tag"],
+                               rtol=1e-6)
+    with pytest.raises(HParamsError, match="mgsa_tag_loss_reduction='max'"):
+        tiny_model(mgsa_tag_loss_reduction="max")

@@ -149,6 +149,17 @@ def test_tree_model_with_relative_positions_has_both_biases():
         "relative": 41, "tree_distance": tree_labels.tree_distance_label_count(3)}
     assert model.decoder_layers[0].self_attention.label_vocab_sizes == {"relative": 41}
     assert model.position_encoding is None
+    # T2T 1.5.6's relative attention (the thesis's baseline) embeds values too; the
+    # tree labels only with tree_value_bias.
+    assert attention.value_bias_labels == ("relative",)
+    assert model.decoder_layers[0].self_attention.value_bias_labels == ("relative",)
+    hp = tiny_hparams("tree_value_bias=true", set_name="transformer_relative")
+    model = registry.model("tree_distance")(hp, VOCAB_SIZES)
+    assert model.encoder_layers[1].self_attention.value_bias_labels == ("relative",
+                                                                        "tree_distance")
+    assert model.decoder_layers[0].self_attention.value_bias_labels == ("relative",)
+    values = build("tree_traversal", "tree_value_bias=true").encoder_layers[0].self_attention
+    assert values.value_bias_labels == ("tree_traversal",)
 
 
 def test_spec_heads_sit_in_the_chosen_layer():

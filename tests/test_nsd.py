@@ -48,6 +48,27 @@ def test_distance_losses_against_hand_computation():
     np.testing.assert_allclose(distance, 0.5625 + 0.5, rtol=1e-6)
 
 
+def test_summed_distance_losses_per_target_token_against_hand_computation():
+    # The example above with the seed's sums (eq. 19-20), over 4 target tokens.
+    logits = tf.math.log(tf.constant([[[0.25, 0.25, 0.5], [0.5, 0.25, 0.25], [1.0, 1.0, 1.0]]]))
+    gold_ids = tf.constant([[3, 1, 0]])
+    entropy, distance = nsd.distance_losses(logits, gold_ids, 1, "sum", "sum", 4.0)
+    np.testing.assert_allclose(entropy, 2 * math.log(2) / 4, rtol=1e-6)
+    np.testing.assert_allclose(distance, (2 * 0.5625 + 0.5) / 4, rtol=1e-6)
+    entropy, distance = nsd.distance_losses(logits, gold_ids, 1, "mean", "sum", 4.0)
+    np.testing.assert_allclose(entropy, math.log(2), rtol=1e-6)
+    # Three words: the squared errors over 3 words, the hinge over their 3 pairs.
+    logits = tf.math.log(tf.constant([[[0.25, 0.25, 0.5], [0.5, 0.25, 0.25], [0.25, 0.5, 0.25]]]))
+    gold_ids = tf.constant([[3, 1, 2]])  # gold 1, -1, 0; predicted 0.25, -0.25, 0
+    squares = 0.75 ** 2 + 0.75 ** 2 + 0.0
+    hinges = (1 - 0.5) + (1 - 0.25) + (1 - 0.25)  # pairs (1,2), (1,3), (2,3): all signs agree
+    _, summed = nsd.distance_losses(logits, gold_ids, 1, distance_reduction="sum",
+                                    num_target_tokens=5.0)
+    _, mean = nsd.distance_losses(logits, gold_ids, 1)
+    np.testing.assert_allclose(summed, (squares + hinges) / 5, rtol=1e-6)
+    np.testing.assert_allclose(mean, squares / 3 + hinges / 3, rtol=1e-6)
+
+
 def test_ranking_hinge_is_zero_for_well_separated_predictions():
     logits = tf.constant([[[0.0, 0.0, 50.0], [50.0, 0.0, 0.0]]])  # predicts 1 then -1
     _, distance = nsd.distance_losses(logits, tf.constant([[3, 1]]), 1)
@@ -107,7 +128,8 @@ def test_output_strategy_adds_the_distance_losses():
     expected = losses["nmt"] + 0.5 * (losses["nsd_entropy"] + losses["nsd_distance"])
     np.testing.assert_allclose(losses["total"], expected, rtol=1e-6)
     gold = model.source_distance_ids(features, 7)
-    entropy, distance = nsd.distance_losses(outputs["nsd_logits"], gold, 20)
+    # The default "sum" reductions: sums over the batch per target token (6 + 3 here).
+    entropy, distance = nsd.distance_losses(outputs["nsd_logits"], gold, 20, "sum", "sum", 9.0)
     np.testing.assert_allclose(losses["nsd_entropy"], entropy, rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_distance"], distance, rtol=1e-6)
 
@@ -131,3 +153,5 @@ def test_bad_hparams_are_named():
         tiny_model(nsd_input="product")
     with pytest.raises(HParamsError, match="nsd_embedding_size"):
         tiny_model(nsd_input="concat", nsd_embedding_size=16)
+    with pytest.raises(HParamsError, match="nsd_distance_loss_reduction='total'"):
+        tiny_model(nsd_output=True, nsd_distance_loss_reduction="total")

@@ -46,15 +46,22 @@ def test_target_loss_terms_against_hand_computation():
     outputs = dict(model(features))
     outputs["nsd_target_logits"] = tf.math.log(tf.constant(
         [[[0.5, 0.25, 0.25], [0.25, 0.25, 0.5], [1.0, 1.0, 1.0]]]))
+    # Both gold classes have probability 1/2. Expected distances -0.25 and 0.25 against
+    # gold -1 and 1: squared errors 0.75^2 each; the pair has sign(-1 - 1) = -1, hinge
+    # 1 - (-1)(-0.25 - 0.25) = 0.5. "sum" (the default): the seed's sums over 3 target
+    # tokens; "mean": over the 2 words and the 1 pair.
     losses = model.compute_losses(features, outputs)
-    # Both gold classes have probability 1/2.
-    np.testing.assert_allclose(losses["nsd_target_entropy"], math.log(2), rtol=1e-6)
-    # Expected distances -0.25 and 0.25 against gold -1 and 1: squared errors 0.75^2 (mean
-    # 0.5625); the pair has sign(-1 - 1) = -1, hinge 1 - (-1)(-0.25 - 0.25) = 0.5.
-    np.testing.assert_allclose(losses["nsd_target_distance"], 0.5625 + 0.5, rtol=1e-6)
-    np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.5 * (math.log(2) + 1.0625),
+    entropy, distance = 2 * math.log(2) / 3, (2 * 0.5625 + 0.5) / 3
+    np.testing.assert_allclose(losses["nsd_target_entropy"], entropy, rtol=1e-6)
+    np.testing.assert_allclose(losses["nsd_target_distance"], distance, rtol=1e-6)
+    np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.5 * (entropy + distance),
                                rtol=1e-6)
     assert "nsd_entropy" not in losses  # no source-side terms
+    model.hparams.override(dict(nsd_entropy_loss_reduction="mean",
+                                nsd_distance_loss_reduction="mean"))
+    losses = model.compute_losses(features, outputs)
+    np.testing.assert_allclose(losses["nsd_target_entropy"], math.log(2), rtol=1e-6)
+    np.testing.assert_allclose(losses["nsd_target_distance"], 0.5625 + 0.5, rtol=1e-6)
 
 
 def test_both_sides_add_both_sides_terms():
@@ -74,7 +81,9 @@ def test_both_sides_add_both_sides_terms():
                                      "nsd_target_distance")]
     np.testing.assert_allclose(losses["total"], losses["nmt"] + sum(terms), rtol=1e-6)
     gold = model.target_distance_ids(features, 4)
-    entropy, distance = nsd.distance_losses(outputs["nsd_target_logits"], gold, K)
+    # "sum" reductions: per target token (3: two words and <EOS>).
+    entropy, distance = nsd.distance_losses(outputs["nsd_target_logits"], gold, K, "sum", "sum",
+                                            3.0)
     np.testing.assert_allclose(losses["nsd_target_entropy"], entropy, rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_target_distance"], distance, rtol=1e-6)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tree_strategies import constituency_trees
+from tree_strategies import constituency_trees, dependency_heads
 
 from syntax_t2t.data.bracketed import parse_bracketed
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
@@ -85,6 +85,48 @@ def test_partitions_of_a_dependency_derived_tree():
     ids, labels = syntactic_partition(tree, 1)
     assert phrases_as_words(tree, ids) == ["She", "saw", "the cat", "."]
     assert labels == ("PRON", "VERB", "NOUNP", "PUNCT")
+
+
+# The UD (EWT-style) tree of Figure 1's sentence: nsubj, root, det, obj, case, obl.
+BUSH_UD = DependencyTree.from_heads(
+    "Bush held a talk with Sharon".split(), [2, 0, 4, 2, 6, 2],
+    labels="nsubj root det obj case obl".split(), upos="PROPN VERB DET NOUN ADP PROPN".split())
+
+
+def test_right_first_dependency_phrases_reproduce_the_mgsa_figure():
+    tree = phrase_structure_from_dependencies(BUSH_UD, rule="right_first")
+    assert tree.to_bracketed() == ("(VERBP (PROPN Bush) (VERBP (VERB held) (NOUNP (DET a) (NOUN talk))"
+                                   " (PROPNP (ADP with) (PROPN Sharon))))")
+    partitions = syntactic_partitions(tree, num_levels=3)
+    assert [phrases_as_words(tree, ids) for ids in partitions.phrase_ids] == [
+        ["Bush", "held a talk with Sharon"],
+        ["Bush", "held", "a talk", "with Sharon"],
+        ["Bush", "held", "a", "talk", "with", "Sharon"]]
+    # The flat rule makes level 1 what the figure has at level 2.
+    flat = phrase_structure_from_dependencies(BUSH_UD)
+    assert phrases_as_words(flat, syntactic_partition(flat, 1)[0]) == [
+        "Bush", "held", "a talk", "with Sharon"]
+    with pytest.raises(ValueError, match="expected one of projection, right_first"):
+        phrase_structure_from_dependencies(BUSH_UD, rule="x")
+
+
+@settings(max_examples=100, deadline=None)
+@given(dependency_heads())
+def test_right_first_only_splits_heads_with_dependents_on_both_sides(heads):
+    tree = DependencyTree.from_heads([f"w{i}" for i in range(len(heads))], heads)
+    flat = phrase_structure_from_dependencies(tree)
+    split = phrase_structure_from_dependencies(tree, rule="right_first")
+    flat_spans = {tuple(span) for span in flat.spans.tolist()}
+    extra = [tuple(span) for span in split.spans.tolist() if tuple(span) not in flat_spans]
+    assert flat_spans <= {tuple(span) for span in split.spans.tolist()}
+    # Each extra span starts at its head, which has a left dependent outside it.
+    for (start, end), head in zip(split.spans.tolist(), split.head_tokens.tolist()):
+        if (start, end) in extra:
+            assert head == start
+            outer = [s for (s, e), h in zip(flat.spans.tolist(), flat.head_tokens.tolist())
+                     if h == head]
+            assert outer[0] < start and (outer[0], end) in flat_spans
+    assert len(extra) == len(set(extra))
 
 
 def test_pad_partitions():

@@ -258,3 +258,35 @@ def test_bad_hparams_are_named(overrides, message):
 def test_missing_vocabulary_is_named():
     with pytest.raises(KeyError, match="vocab_sizes\\['targets'\\]"):
         Transformer(tiny_hparams(), {"inputs": 10})
+
+
+def test_relative_set_embeds_relative_positions_in_keys_and_values(rng):
+    # T2T 1.5.6's dot_product_attention_relative (the thesis's relative baseline), per head
+    # and pair: e_ij = q_i . (k_j + E[r_ij]) / sqrt(d), o_i = sum_j a_ij (v_j + F[r_ij]),
+    # r_ij = clip(j - i, -k, k) + k.
+    hp = registry.hparams("transformer_relative")
+    hp.parse("hidden_size=16,filter_size=32,num_heads=2,num_encoder_layers=1,"
+             "num_decoder_layers=1,max_relative_position=2,attention_dropout=0")
+    model = Transformer(hp, VOCAB_SIZES)
+    layer = model.encoder_layers[0].self_attention
+    w = {v.path.split("/")[-1]: v.numpy().astype(np.float64) for v in layer.weights}
+    for name in ("relative_key_embeddings", "relative_value_embeddings"):
+        w[name] = rng.normal(size=w[name].shape)  # the tables are checked, not their start
+        layer.weights[[v.path.split("/")[-1] for v in layer.weights].index(name)].assign(w[name])
+    length, k, depth = 6, 2, 8
+    x = rng.normal(size=(1, length, 16)).astype("float32")
+    labels = np.clip(np.arange(length)[None, :] - np.arange(length)[:, None], -k, k) + k
+    got, _ = layer(x, labels={"relative": labels})
+    expected = np.zeros((length, 16))
+    for h in range(2):
+        q = x[0] @ w["query_kernel"][:, h]
+        keys, values = x[0] @ w["key_kernel"][:, h], x[0] @ w["value_kernel"][:, h]
+        for i in range(length):
+            logits = np.array([q[i] @ (keys[j] + w["relative_key_embeddings"][labels[i, j]])
+                               for j in range(length)]) / math.sqrt(depth)
+            a = np.exp(logits - logits.max())
+            a /= a.sum()
+            context = sum(a[j] * (values[j] + w["relative_value_embeddings"][labels[i, j]])
+                          for j in range(length))
+            expected[i] += context @ w["output_kernel"][h]
+    np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-4)

@@ -36,7 +36,8 @@ BASELINE = "transformer"
 THESIS_VARIANTS = ("tree_distance", "tree_traversal", "spec_pos", "spec_dep", "dep_parse",
                    "diagonal_parse")
 #: What `transformer_relative` changes in `transformer_base`, applied to any set.
-RELATIVE_OVERRIDES = {"max_relative_position": 20, "position_encoding": "none"}
+RELATIVE_OVERRIDES = {"max_relative_position": 20, "position_encoding": "none",
+                      "relative_value_bias": True}
 RELATIVE_SUFFIX = "+relative"
 #: Models whose hparams the transformer sets lack: `{model: family}`; the
 #: model is timed with `<family>_<size>`, the size that of the run's set.

@@ -21,6 +21,11 @@ Source length (no model needed): `bleu_by_source_length.png`, the BLEU
 difference of two systems per source-length bucket (Bugliarello & Okazaki
 2020, Figure 3).
 
+MG-SA phrase levels (no model needed): with `--phrase_levels_from` (a
+CoNLL-U file), the mean number of phrases at levels 1..`--phrase_levels` of
+the phrase structures derived from its trees by each rule of
+`data/dependency_phrases.py`, beside the mean number of words.
+
 Everything is summarised in `<analysis_dir>/analysis.json`.
 """
 
@@ -31,6 +36,8 @@ import numpy as np
 from absl import flags
 
 from syntax_t2t.cli import common
+from syntax_t2t.data import dependency_phrases
+from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
 from syntax_t2t.errors import InputError
@@ -59,6 +66,11 @@ flags.DEFINE_string("length_baseline", None, "Baseline translations, for BLEU by
 flags.DEFINE_string("length_system", None, "Compared translations, for BLEU by source length.")
 flags.DEFINE_list("length_buckets", [str(edge) for edge in length_buckets.DEFAULT_EDGES],
                   "Upper ends of the source-length buckets; a last open bucket follows.")
+
+flags.DEFINE_string("phrase_levels_from", None,
+                    "CoNLL-U trees whose MG-SA phrase levels are counted, per dependency rule.")
+flags.DEFINE_integer("phrase_levels", 3, "Levels counted with --phrase_levels_from (MG-SA: 3).",
+                     lower_bound=1)
 
 _LENGTH_FLAGS = ("length_source_file", "length_references", "length_baseline", "length_system")
 
@@ -161,14 +173,29 @@ def analyze_lengths(analysis_dir):
             "references": FLAGS.length_references, "buckets": [b.as_dict() for b in buckets]}
 
 
+def analyze_phrase_levels():
+    """Mean phrases per level of each dependency rule; returns the numbers."""
+    trees = list(read_conllu(FLAGS.phrase_levels_from))
+    if not trees:
+        raise InputError(FLAGS.phrase_levels_from, None, "has no sentence")
+    report = {"file": FLAGS.phrase_levels_from, "sentences": len(trees),
+              "mean_words": round(float(np.mean([len(tree) for tree in trees])), 3),
+              "mean_phrases_per_level": {}}
+    for rule in dependency_phrases.RULES:
+        counts = dependency_phrases.phrases_per_level(trees, FLAGS.phrase_levels, rule)
+        report["mean_phrases_per_level"][rule] = np.round(counts.mean(axis=0), 3).tolist()
+    return report
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("analysis_dir")
     wants_lengths = any(getattr(FLAGS, name) for name in _LENGTH_FLAGS)
-    if not FLAGS.analyze_from_file and not wants_lengths:
-        raise common.UsageError("nothing to analyse: give --analyze_from_file (attention) or the "
-                                "--length_* files (BLEU by source length)")
+    if not (FLAGS.analyze_from_file or wants_lengths or FLAGS.phrase_levels_from):
+        raise common.UsageError("nothing to analyse: give --analyze_from_file (attention), the "
+                                "--length_* files (BLEU by source length) or "
+                                "--phrase_levels_from (MG-SA phrase levels)")
     if os.path.exists(FLAGS.analysis_dir) and not os.path.isdir(FLAGS.analysis_dir):
         raise common.UsageError(f"--analysis_dir={FLAGS.analysis_dir} is a file, not a directory")
     os.makedirs(FLAGS.analysis_dir, exist_ok=True)
@@ -177,6 +204,8 @@ def main(argv):
         report["attention"] = analyze_attention(FLAGS.analysis_dir)
     if wants_lengths:
         report["bleu_by_source_length"] = analyze_lengths(FLAGS.analysis_dir)
+    if FLAGS.phrase_levels_from:
+        report["phrase_levels"] = analyze_phrase_levels()
     write_json(os.path.join(FLAGS.analysis_dir, "analysis.json"), report)
     for name in sorted(os.listdir(FLAGS.analysis_dir)):
         if name.endswith((".png", ".json")):

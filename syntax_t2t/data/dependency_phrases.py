@@ -1,6 +1,20 @@
 """Phrase structure derived from dependency trees, for problems without constituency trees.
 
-`phrase_structure_from_dependencies`: every head with its projection is a phrase.
+`phrase_structure_from_dependencies` has two rules:
+
+* `"projection"`: every head with its projection is a phrase (steps 1-4
+  below). Flat: a verb, its subject and its objects are siblings.
+* `"right_first"`: as `"projection"`, but a head with dependents on both
+  sides projects twice, its right dependents attaching first: the inner
+  phrase is the head with its right dependents (X-bar's X': a verb with
+  its objects and obliques, i.e. a VP without its subject), the outer one
+  adds the left dependents (the subject; a noun's determiner and
+  adjectives). This reproduces Figure 1 of MG-SA (Hao et al. 2019) from
+  the UD tree of "Bush held a talk with Sharon": level 1 is (Bush)(held a
+  talk with Sharon), level 2 (Bush)(held)(a talk)(with Sharon). The rule
+  needs no labels (the models see label *ids* only), so it fits languages
+  whose heads precede their complements and follow their subjects (SVO:
+  English, Czech, Chinese); for a head-final language it is the flat rule.
 
 1. The heads are first made projective by *lifting* (`projectivize_heads`):
    while some arc is non-projective, the shortest one (ties: the leftmost
@@ -20,13 +34,17 @@
 
 Example, "She saw the cat ." with heads [2, 0, 4, 2, 2]:
 
-  (VERBP (PRON She) (VERB saw) (NOUNP (DET the) (NOUN cat)) (PUNCT .))
+  projection:  (VERBP (PRON She) (VERB saw) (NOUNP (DET the) (NOUN cat)) (PUNCT .))
+  right_first: (VERBP (PRON She) (VERBP (VERB saw) (NOUNP (DET the) (NOUN cat)) (PUNCT .)))
+
+The two phrases of one head share its label and head token.
 """
 
 import numpy as np
 
 from syntax_t2t.data import features
 from syntax_t2t.data.constituency import ConstituencyTree, NO_HEAD
+from syntax_t2t.data.phrases import syntactic_partitions
 from syntax_t2t.data.tree import DependencyTree, check_heads
 
 DEPENDENCY_ROOT_LABEL = "ROOT"
@@ -85,18 +103,25 @@ def projectivize_heads(heads) -> np.ndarray:
         lifted[dependent - 1] = lifted[head - 1]
 
 
-def phrase_structure_from_dependencies(tree: DependencyTree) -> ConstituencyTree:
-    """Derives the phrase structure "each head with its projection".
+RULES = ("projection", "right_first")
 
-    See the module docstring for the exact rule.
+
+def phrase_structure_from_dependencies(tree: DependencyTree,
+                                       rule: str = "projection") -> ConstituencyTree:
+    """Derives a phrase structure from a dependency tree.
+
+    See the module docstring for the exact rules.
 
     Args:
         tree: a dependency tree, projective or not.
+        rule: one of `RULES`.
 
     Returns:
         A `ConstituencyTree` whose constituents record their head tokens and
         whose tags are the UPOS tags.
     """
+    if rule not in RULES:
+        raise ValueError(f"dependency phrase rule {rule!r}: expected one of {', '.join(RULES)}")
     heads = projectivize_heads(tree.heads)
     n = len(tree)
     ancestors = features.ancestor_matrix(heads)[1:, 1:]  # tokens only: (i, k) is k dominating i
@@ -105,13 +130,36 @@ def phrase_structure_from_dependencies(tree: DependencyTree) -> ConstituencyTree
     phrase_heads = [
         t for t in range(n) if num_dependents[t + 1] > 0 or (heads[t] == 0 and root_dependents == 1)
     ]
-    spans, labels = [], []
+    spans, span_heads = [], []
     for head in phrase_heads:
         members = np.flatnonzero(ancestors[:, head])
-        spans.append((int(members[0]), int(members[-1]) + 1))
-        labels.append(f"{tree.upos[head]}P")
+        first, last = int(members[0]), int(members[-1])
+        spans.append((first, last + 1))
+        span_heads.append(head)
+        if rule == "right_first" and first < head < last:
+            # The inner phrase: the head and its right dependents (a VP without its subject).
+            spans.append((head, last + 1))
+            span_heads.append(head)
+    labels = [f"{tree.upos[head]}P" for head in span_heads]
+    phrase_heads = span_heads
     if root_dependents > 1:
         spans.insert(0, (0, n))
         labels.insert(0, DEPENDENCY_ROOT_LABEL)
         phrase_heads.insert(0, NO_HEAD)
     return ConstituencyTree.from_spans(tree.tokens, spans, labels, tags=tree.upos, head_tokens=phrase_heads)
+
+
+def phrases_per_level(trees, num_levels: int = 3, rule: str = "projection") -> np.ndarray:
+    """How many phrases each of levels 1..K has, per tree (MG-SA's granularities).
+
+    Args:
+        trees: `DependencyTree`s.
+        num_levels: K.
+        rule: one of `RULES`.
+
+    Returns:
+        int [len(trees), K].
+    """
+    counts = [[int(ids.max()) + 1 for ids in syntactic_partitions(
+        phrase_structure_from_dependencies(tree, rule), num_levels).phrase_ids] for tree in trees]
+    return np.asarray(counts, dtype=np.int64).reshape(-1, num_levels)

@@ -29,7 +29,7 @@ class MultiGranularityEncoderLayer(TransformerEncoderLayer):
     #: Batch-derived inputs `Transformer.encode` passes to this layer.
     extra_inputs = ("phrase_ids",)
     #: Details `Transformer.encode` collects from this layer.
-    extra_outputs = ("phrase_memory", "phrase_mask")
+    extra_outputs = ("phrase_memory", "phrase_mask", "phrase_composition")
 
     def __init__(self, hidden_size, filter_size, num_heads, *, phrase_heads, phrase_granularities,
                  num_granularities, composition="attention", interaction="none", chunk_size=8,
@@ -67,15 +67,18 @@ class MultiGranularityEncoderLayer(TransformerEncoderLayer):
 
         Returns:
             `(outputs [B, S, D], details)`: the self-attention's details plus
-            `"phrase_memory"` [B, G, S, D] and `"phrase_mask"` [B, G, S].
+            `"phrase_memory"` [B, G, S, D] (H_g, after the interaction),
+            `"phrase_composition"` [B, G, S, D] (G_x, before it) and
+            `"phrase_mask"` [B, G, S].
         """
         normalised = self.attention_norm(inputs)
-        memory, mask = self.phrase_memory(normalised, phrase_ids, training=training)
+        memory, mask, composition = self.phrase_memory(normalised, phrase_ids, training=training,
+                                                       return_composition=True)
         attended, details = self.self_attention(
             normalised, attention_mask=attention_mask, labels=labels, spec_inputs=spec_inputs,
             parents=parents, phrase_memory=memory, phrase_mask=mask, return_probs=return_probs,
             training=training)
-        details.update(phrase_memory=memory, phrase_mask=mask)
+        details.update(phrase_memory=memory, phrase_mask=mask, phrase_composition=composition)
         x = inputs + self.residual_dropout_layer(attended, training=training)
         transformed = self.feed_forward(self.feed_forward_norm(x), training=training)
         return x + self.residual_dropout_layer(transformed, training=training), details

@@ -112,7 +112,7 @@ class PhraseMemory(keras.layers.Layer):
             self.interactor.build(width)
         self.built = True
 
-    def call(self, inputs, phrase_ids, training=False):
+    def call(self, inputs, phrase_ids, training=False, return_composition=False):
         """Builds the phrase memory.
 
         Args:
@@ -120,9 +120,14 @@ class PhraseMemory(keras.layers.Layer):
             phrase_ids: int [B, G, S], phrase of each token per granularity;
                 -1 for tokens in no phrase.
             training: applies the recurrent layers' training behaviour.
+            return_composition: also return G_x, the memory before the
+                interaction (the seed's phrase tags are predicted from it,
+                eq. 9).
 
         Returns:
-            `(memory [B, G, S, D], mask bool [B, G, S])`; slot p of
+            `(memory [B, G, S, D], mask bool [B, G, S])`, with
+            `return_composition` a third element, the composed phrases
+            [B, G, S, D] (the memory itself without interaction); slot p of
             granularity g holds phrase p, zeros where `mask` is False.
         """
         inputs = tf.cast(inputs, self.compute_dtype)
@@ -142,13 +147,15 @@ class PhraseMemory(keras.layers.Layer):
             if self.composition == "attention":
                 phrases = self._attend_inside(tokens, phrases, segments, num_segments)
         phrases = tf.where(mask[:, None], phrases, tf.zeros_like(phrases))
-        memory = tf.reshape(phrases, [batch * groups, length, self.hidden_size])
+        composed = tf.reshape(phrases, [batch * groups, length, self.hidden_size])
         mask = tf.reshape(mask, [batch * groups, length])
+        memory = composed
         if self.interactor is not None:
-            memory = self.interactor(memory, mask=mask, training=training)
+            memory = self.interactor(composed, mask=mask, training=training)
             memory = tf.where(mask[..., None], memory, tf.zeros_like(memory))
-        return (tf.reshape(memory, [batch, groups, length, self.hidden_size]),
-                tf.reshape(mask, [batch, groups, length]))
+        shape = [batch, groups, length, self.hidden_size]
+        result = (tf.reshape(memory, shape), tf.reshape(mask, [batch, groups, length]))
+        return result + (tf.reshape(composed, shape),) if return_composition else result
 
     @staticmethod
     def _max_pool(tokens, segments, num_segments, mask):

@@ -13,8 +13,10 @@ Partitions (`mgsa_partition`):
 * `"ngram"`: non-overlapping n-grams of sizes `mgsa_ngram_sizes` (the seed:
   2, 3, 4); no trees needed.
 * `"syntactic"`: the phrases of levels 1..`mgsa_levels` (the seed: 3) of the
-  phrase structure "each head with its projection" derived from `src_heads`
-  (`data/constituency.py`, `data/phrases.py`), or, with
+  phrase structure derived from `src_heads` by the rule
+  `mgsa_dependency_phrases` (`data/dependency_phrases.py`: "right_first",
+  which reproduces the seed's Figure 1, or the flat "projection";
+  `data/phrases.py` takes the levels), or, with
   `phrase_structure=bracketed`, of the data's bracketed trees
   (`src_const_start`, `src_const_end`, `src_const_label`; see
   `syntax_t2t.problem`).
@@ -25,12 +27,14 @@ inside `tf.data`; without them (e.g. when decoding) the model computes them
 with `tf.numpy_function`. The `<EOS>` position belongs to no phrase.
 
 Phrase-tag supervision (`mgsa_tag_loss_weight`, the seed's lambda = 0.001;
-0 turns it off): a softmax layer on the bottom MG-SA layer's syntactic
-phrase memory predicts each phrase's label (seed eq. 9-10). Labels are the
+0 turns it off): a softmax layer on the bottom MG-SA layer's composed
+syntactic phrases G_x (before the interaction) predicts each phrase's label (seed eq. 9-10). Labels are the
 UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
 mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
 phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
-never a partition. With bracketed trees a constituent's label is its own
+never a partition. `mgsa_tag_loss_reduction` ("sum", the seed's eq. 12
+balance, or "mean"; `models/loss_reduction.py`) sets L_tag's weight against
+the translation loss. With bracketed trees a constituent's label is its own
 (NP, VP: `const` vocabulary ids, `const + V_upos`), a single word's its UPOS.
 """
 
@@ -41,12 +45,14 @@ import tensorflow as tf
 from syntax_t2t import registry
 from syntax_t2t.data import phrases as phrase_partitions
 from syntax_t2t.data.bracketed import tree_from_constituent_features
+from syntax_t2t.data.dependency_phrases import RULES as DEPENDENCY_RULES
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
 from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
+from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
 from syntax_t2t.models.transformer import Transformer, fit_length
 
 PARTITIONS = ("ngram", "syntactic")
@@ -112,7 +118,8 @@ def _phrase_head(label):
     return WORD, int(label)
 
 
-def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None):
+def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None, *,
+                              rule="projection"):
     """Syntactic partitions of a batch and what each phrase's tag is read from, with NumPy.
 
     Args:
@@ -121,6 +128,8 @@ def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=
         starts, ends, labels: None to derive each phrase structure from
             `heads`, or int [B, C] `src_const_start`, `src_const_end`,
             `src_const_label` (bracketed trees over the words of `heads`).
+        rule: the `data/dependency_phrases.py` rule for trees derived from
+            `heads`.
 
     Returns:
         `(phrase_ids, tag_heads, tag_kinds)`, int32 [B, K, S] each: each
@@ -143,7 +152,7 @@ def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=
         positions = [str(t) for t in range(n)]
         if starts is None:
             tree = DependencyTree.from_heads(positions, heads[row, :n], upos=positions)
-            phrases = phrase_structure_from_dependencies(tree)
+            phrases = phrase_structure_from_dependencies(tree, rule)
         else:
             phrases = tree_from_constituent_features(
                 starts[row], ends[row], [f"{label}C" for label in label_ids[row]], n,
@@ -204,6 +213,11 @@ class MultiGranularitySelfAttention(Transformer):
             raise HParamsError(f"phrase_structure={structure!r}: expected one of "
                                f"{', '.join(PHRASE_STRUCTURES)}")
         self.bracketed = syntactic and structure == "bracketed"
+        # Runs saved before the rule existed used the flat "projection" rule.
+        self.dependency_rule = hparams.get("mgsa_dependency_phrases", "projection")
+        if self.dependency_rule not in DEPENDENCY_RULES:
+            raise HParamsError(f"mgsa_dependency_phrases={self.dependency_rule!r}: expected one "
+                               f"of {', '.join(DEPENDENCY_RULES)}")
         self.num_granularities = hparams.mgsa_levels if syntactic else len(hparams.mgsa_ngram_sizes)
         if self.num_granularities < 1:
             raise HParamsError("MG-SA needs at least one granularity (mgsa_levels or "
@@ -211,6 +225,9 @@ class MultiGranularitySelfAttention(Transformer):
         if not syntactic and min(hparams.mgsa_ngram_sizes) < 1:
             raise HParamsError(f"mgsa_ngram_sizes={hparams.mgsa_ngram_sizes}: sizes must be >= 1")
         self.uses_tags = syntactic and hparams.mgsa_tag_loss_weight > 0
+        # Runs saved before the reduction existed averaged over phrases.
+        self.tag_loss_reduction = hparams.get("mgsa_tag_loss_reduction", "mean")
+        check_reduction("mgsa_tag_loss_reduction", self.tag_loss_reduction)
         # Instance attributes: the needed batch keys depend on the partition.
         tree_keys = {"src_heads"} if syntactic else set()
         if self.bracketed:
@@ -274,7 +291,8 @@ class MultiGranularitySelfAttention(Transformer):
         return keys
 
     def _derive(self, heads, *brackets):
-        arrays = syntactic_phrase_features(heads, self.num_granularities, *brackets)
+        arrays = syntactic_phrase_features(heads, self.num_granularities, *brackets,
+                                           rule=self.dependency_rule)
         arrays = arrays if self.uses_tags else arrays[:1]
         return tuple(array[:, k] for array in arrays for k in range(self.num_granularities))
 
@@ -293,7 +311,8 @@ class MultiGranularitySelfAttention(Transformer):
         heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
         brackets = [tf.cast(features[key], tf.int32) for key in BRACKET_KEYS if self.bracketed]
         arrays = tf.numpy_function(
-            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b),
+            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b,
+                                                    rule=self.dependency_rule),
             [heads] + brackets, [tf.int32] * 3, stateful=False)
         for array in arrays:
             array.set_shape([None, self.num_granularities, None])
@@ -313,7 +332,9 @@ class MultiGranularitySelfAttention(Transformer):
         if "attention" in encoded:
             outputs["attention"] = encoded["attention"]
         if self.tag_classifier is not None:
-            bottom = encoded["phrase_memory"][0]
+            # G_x, the memory right after composition (seed eq. 9-10), not
+            # the interaction's output H_g: the tag loss trains the composition.
+            bottom = encoded["phrase_composition"][0]
             outputs["phrase_tag_logits"] = tf.cast(self.tag_classifier(bottom), tf.float32)
         return outputs
 
@@ -325,22 +346,26 @@ class MultiGranularitySelfAttention(Transformer):
         _, tag_heads, tag_kinds = self.syntactic_features(features, length)
         tags = phrase_tags(tag_heads, tag_kinds, fit_length(features["src_upos"], length, 0),
                            self.vocab_size("upos"))
-        result["phrase_tag"] = phrase_tag_loss(outputs["phrase_tag_logits"], tags)
+        result["phrase_tag"] = phrase_tag_loss(
+            outputs["phrase_tag_logits"], tags, self.tag_loss_reduction,
+            target_tokens(features["targets"]))
         result["total"] = result["nmt"] + self.hparams.mgsa_tag_loss_weight * result["phrase_tag"]
         return result
 
 
-def phrase_tag_loss(logits, tags):
-    """Mean cross-entropy of the phrase tags over the slots that hold a phrase.
+def phrase_tag_loss(logits, tags, reduction="mean", num_target_tokens=None):
+    """Cross-entropy of the phrase tags over the slots that hold a phrase.
 
     Args:
         logits: float [B, K, S, T].
         tags: int [B, K, S]; 0 = no phrase.
+        reduction: `"mean"` over the phrases, or `"sum"` over them divided by
+            the batch's target tokens (`models/loss_reduction.py`).
+        num_target_tokens: float32 scalar, for `"sum"`.
 
     Returns:
         float32 scalar (0 without phrases).
     """
     tags = tf.cast(tags, tf.int32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(tags, tf.cast(logits, tf.float32))
-    weights = tf.cast(tags > 0, tf.float32)
-    return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    return reduce_loss(losses, tags > 0, reduction, num_target_tokens)

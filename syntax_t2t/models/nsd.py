@@ -26,7 +26,9 @@ combinable:
   predicts word y_t predicts d(y_t)), trained with the distance-aware loss
   (eq. 17-20): `total = L_NMT + nsd_loss_weight * sum over sides of
   (L_ent_dist + L_dist)` (`L_dist` only with `nsd_distance_loss`), see
-  `distance_losses`.
+  `distance_losses`. `nsd_entropy_loss_reduction` and
+  `nsd_distance_loss_reduction` ("sum", the seed's balance, or "mean"; see
+  `models/loss_reduction.py`) set each term's weight against L_NMT.
 
 Target side as input. The decoder input at position t is the previous word
 y_{t-1} with its distance d(y_{t-1}) (gold in training, the targets'
@@ -57,6 +59,7 @@ from syntax_t2t.data.pipeline import DerivedFeatures
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.syntactic_position import SyntacticPositionEncoding
+from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
 from syntax_t2t.models.transformer import Transformer, fit_length, shift_right
 
 DISTANCES = {
@@ -108,44 +111,49 @@ def dependency_distances(heads):
     return tf.where(heads >= 0, positions - heads, 0)
 
 
-def distance_losses(logits, gold_ids, max_distance):
+def distance_losses(logits, gold_ids, max_distance, entropy_reduction="mean",
+                    distance_reduction="mean", num_target_tokens=None):
     """The distance-aware losses of the seed's eq. 19-20 for one side.
 
     The predicted distance of word i is the expectation of its softmax,
     `d^_i = sum_c p(c | h_i) (c - k - 1)`, which keeps L_dist differentiable.
-    Both sums of eq. 19 are averaged: the squared error over words and the
-    ranking hinge `[1 - sign(d_i - d_j)(d^_i - d^_j)]_+` over word pairs
-    i < j (pairs of equal gold distances have sign 0 and cost 1, as in the
-    equation).
+    L_dist is the squared error over words plus the ranking hinge
+    `[1 - sign(d_i - d_j)(d^_i - d^_j)]_+` over word pairs i < j (pairs of
+    equal gold distances have sign 0 and cost 1, as in the equation).
+    Reductions (`models/loss_reduction.py`): `"sum"` sums each term over the
+    batch and divides by its target tokens (the seed's sums, as OpenNMT
+    normalised them); `"mean"` averages the cross-entropy and the squared
+    error over words and the hinge over pairs.
 
     Args:
         logits: float [B, S, 2k + 1] scores of the distance ids 1 .. 2k + 1
             (gold distance d has id d + k + 1).
         gold_ids: int [B, S], 0 = no word.
         max_distance: k.
+        entropy_reduction, distance_reduction: of L_ent_dist and L_dist.
+        num_target_tokens: float32 scalar, for the `"sum"` reductions.
 
     Returns:
-        `(L_ent_dist, L_dist)`, float32 scalars (L_ent_dist: mean
-        cross-entropy over words).
+        `(L_ent_dist, L_dist)`, float32 scalars.
     """
     logits = tf.cast(logits, tf.float32)
     gold_ids = tf.cast(gold_ids, tf.int32)
     words = tf.cast(gold_ids > 0, tf.float32)
-    num_words = tf.maximum(tf.reduce_sum(words), 1.0)
     cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
         tf.maximum(gold_ids - 1, 0), logits)
-    entropy_loss = tf.reduce_sum(cross_entropy * words) / num_words
+    entropy_loss = reduce_loss(cross_entropy, words, entropy_reduction, num_target_tokens)
 
     values = tf.range(-max_distance, max_distance + 1, dtype=tf.float32)
     predicted = tf.reduce_sum(tf.nn.softmax(logits) * values, axis=-1)  # [B, S]
     gold = tf.cast(gold_ids - max_distance - 1, tf.float32)
-    squared = tf.reduce_sum(tf.square(gold - predicted) * words) / num_words
+    squared = reduce_loss(tf.square(gold - predicted), words, distance_reduction,
+                          num_target_tokens)
     gold_order = tf.sign(gold[:, :, None] - gold[:, None, :])
     hinge = tf.nn.relu(1.0 - gold_order * (predicted[:, :, None] - predicted[:, None, :]))
     length = tf.shape(gold_ids)[1]
     later = tf.linalg.band_part(tf.ones([length, length]), 0, -1) - tf.eye(length)  # j > i
     pairs = words[:, :, None] * words[:, None, :] * later[None]
-    ranking = tf.reduce_sum(hinge * pairs) / tf.maximum(tf.reduce_sum(pairs), 1.0)
+    ranking = reduce_loss(hinge, pairs, distance_reduction, num_target_tokens)
     return entropy_loss, squared + ranking
 
 
@@ -209,6 +217,8 @@ class NeuralSyntacticDistance(Transformer):
                                f"{', '.join((DEPENDENCY,) + tuple(DISTANCES))}")
         if self.input_mode not in INPUTS:
             raise HParamsError(f"nsd_input={hp.nsd_input!r}: expected one of {', '.join(INPUTS)}")
+        for term, reduction in zip(("entropy", "distance"), self.loss_reductions):
+            check_reduction(f"nsd_{term}_loss_reduction", reduction)
         if hp.nsd_max_distance < 1:
             raise HParamsError(f"nsd_max_distance={hp.nsd_max_distance} must be >= 1")
         if self.input_mode == "concat" and not 0 < self.distance_embedding_size() < hp.hidden_size:
@@ -234,6 +244,12 @@ class NeuralSyntacticDistance(Transformer):
     def side(self):
         """`nsd_side`; runs saved before target sides existed are "source"."""
         return self.hparams.get("nsd_side", "source")
+
+    @property
+    def loss_reductions(self):
+        """(L_ent_dist, L_dist) reductions; runs saved before them averaged ("mean")."""
+        return tuple(self.hparams.get(f"nsd_{term}_loss_reduction", "mean")
+                     for term in ("entropy", "distance"))
 
     @property
     def input_mode(self):
@@ -466,7 +482,9 @@ class NeuralSyntacticDistance(Transformer):
             if key not in outputs:
                 continue
             gold = gold_ids(features, tf.shape(outputs[key])[1])
-            entropy_loss, distance_loss = distance_losses(outputs[key], gold, hp.nsd_max_distance)
+            entropy_loss, distance_loss = distance_losses(
+                outputs[key], gold, hp.nsd_max_distance, *self.loss_reductions,
+                num_target_tokens=target_tokens(features["targets"]))
             result[f"{prefix}_entropy"] = entropy_loss
             terms.append(entropy_loss)
             if hp.nsd_distance_loss:

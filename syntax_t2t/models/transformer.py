@@ -8,8 +8,11 @@ post-processing and a final layer norm on the encoder and decoder outputs;
 label smoothing 0.1. Relative positions (Shaw et al.) are on in encoder and
 decoder self-attention whenever `max_relative_position > 0`, as with T2T's
 `dot_product_relative` self-attention, so any model combines with them.
-Their value embeddings (Shaw et al.; always on in T2T) are added only with
-`relative_value_bias=true`: the thesis's eq. 3.2-3.3 bias the keys only.
+Their value embeddings (Shaw et al.; always on in T2T 1.5.6's
+`dot_product_attention_relative`, which trained the thesis's relative
+baseline) come with `relative_value_bias=true`, which `transformer_relative`
+sets; the thesis's eq. 3.2-3.3 write the key term only. `tree_value_bias=true`
+gives the source-tree labels (`tree_label_vocab_sizes`) value embeddings too.
 T2T's learned "target space" vector added to every encoder input is left
 out: it is a constant bias with one target language.
 
@@ -116,20 +119,24 @@ class Transformer(HParamsModel):
         self.embedding_dropout = keras.layers.Dropout(hp.layer_prepostprocess_dropout)
 
         relative = self.relative_label_vocab_sizes()
-        value_bias_labels = list(relative) if hp.relative_value_bias else []
+        tree = self.tree_label_vocab_sizes()
+        relative_values = list(relative) if hp.relative_value_bias else []
+        # Runs saved before tree value biases existed had none.
+        tree_values = list(tree) if hp.get("tree_value_bias", False) else []
         block = dict(hidden_size=hidden, filter_size=hp.filter_size, num_heads=hp.num_heads,
                      attention_dropout=hp.attention_dropout, relu_dropout=hp.relu_dropout,
-                     residual_dropout=hp.layer_prepostprocess_dropout,
-                     value_bias_labels=value_bias_labels)
+                     residual_dropout=hp.layer_prepostprocess_dropout)
         self.encoder_layers = [
             self.encoder_layer_class(i)(
-                label_vocab_sizes={**relative, **self.tree_label_vocab_sizes()},
+                label_vocab_sizes={**relative, **tree},
+                value_bias_labels=relative_values + tree_values,
                 spec_heads=self.spec_heads(i), parse_head=self.parse_head(i),
                 name=f"encoder_layer_{i}", **block, **self.encoder_attention_options(i))
             for i in range(hp.num_encoder_layers)]
         self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
         self.decoder_layers = [
-            TransformerDecoderLayer(label_vocab_sizes=relative, name=f"decoder_layer_{i}", **block)
+            TransformerDecoderLayer(label_vocab_sizes=relative, value_bias_labels=relative_values,
+                                    name=f"decoder_layer_{i}", **block)
             for i in range(hp.num_decoder_layers)]
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
         self._build_layers()
