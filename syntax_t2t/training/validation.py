@@ -14,17 +14,15 @@ counts steps instead). The history is the state: a resumed run reads it back,
 so the patience counter and the best value survive interruptions, and a run
 that stopped early stays stopped.
 
-Writes are atomic: `validation.json` through a temporary file and a rename;
-`best/` is written as a new directory and swapped in by renames, so a kill at
-any moment leaves the previous best or the new one, never a mix (a kill
-between the two renames leaves `best.previous/`, which is taken back).
+Writes are atomic: `validation.json` through a temporary file and a rename,
+`best/` by `checkpoint_averaging.save_averaged`, which builds the new
+directory beside it and swaps it in; the history names a new best only once
+its weights are saved.
 """
 
 import json
 import math
 import os
-import shutil
-import tempfile
 
 from absl import logging
 
@@ -69,8 +67,9 @@ class Validation:
         dev_translation: a `dev_translation.DevTranslation`, or None for no
             dev-set decoding (no BLEU).
         min_delta: how much a value must improve to count.
-        save_best: called as `save_best(directory, step)` to write the model
-            weights and the run's files to a fresh directory.
+        save_best: called as `save_best(directory, step)` to replace
+            `directory` atomically with the model's weights and the run's
+            files.
         plot: draw `learning_curve.png` after each evaluation.
 
     Raises:
@@ -92,7 +91,6 @@ class Validation:
         self.min_delta = min_delta
         self.save_best = save_best
         self.plot = plot
-        self._recover_best_dir()
         self.state = read_history(output_dir)
 
     @property
@@ -131,7 +129,7 @@ class Validation:
             best = self._best_of(entries[:-1])
         if improved(value, best and best["value"], self.higher_is_better, self.min_delta):
             if self.save_best is not None:
-                self._swap_in_best(step)
+                self.save_best(os.path.join(self.output_dir, BEST_DIR), step)
             self.state["best"] = best = {"step": int(step), "metric": self.metric,
                                          "value": float(value)}
             logging.info("new best %s %.4f at step %d (saved in %s)", self.metric, value, step,
@@ -157,34 +155,6 @@ class Validation:
                         self.min_delta):
                 best = {"step": entry["step"], "metric": self.metric, "value": entry[self.key]}
         return best
-
-    # The best directory ------------------------------------------------------
-
-    def _recover_best_dir(self):
-        best = os.path.join(self.output_dir, BEST_DIR)
-        previous = best + ".previous"
-        if os.path.isdir(previous):
-            if os.path.isdir(best):
-                shutil.rmtree(previous)
-            else:
-                os.replace(previous, best)
-        for name in os.listdir(self.output_dir) if os.path.isdir(self.output_dir) else ():
-            if name.startswith(".best.tmp"):
-                shutil.rmtree(os.path.join(self.output_dir, name), ignore_errors=True)
-
-    def _swap_in_best(self, step):
-        best = os.path.join(self.output_dir, BEST_DIR)
-        fresh = tempfile.mkdtemp(prefix=".best.tmp", dir=self.output_dir)
-        try:
-            self.save_best(fresh, step)
-        except BaseException:
-            shutil.rmtree(fresh, ignore_errors=True)
-            raise
-        previous = best + ".previous"
-        if os.path.isdir(best):
-            os.replace(best, previous)
-        os.replace(fresh, best)
-        shutil.rmtree(previous, ignore_errors=True)
 
     def _plot(self):
         from syntax_t2t.evaluation.training_plots import plot_learning_curve
