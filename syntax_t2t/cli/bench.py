@@ -75,6 +75,10 @@ QUICK = {"batch_tokens": 128, "repetitions": 2, "steps_per_repetition": 1,
          "scaling_lengths": ["16", "32"], "decode_sentences": 1, "decode_output_tokens": 20,
          "matmul_size": 256, "length": 16, "relative": False}
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("hparams_set", "hparams", "output_dir", "random_seed", "mixed_precision", "xla"):
+    flags.declare_key_flag(_name)
+
 
 def _setting(name):
     """A flag's value, or its `--quick` value when the flag was not given."""

@@ -61,6 +61,24 @@ def hparams_from_flags():
     return hparams
 
 
+def adopt_program_flags(program):
+    """Makes `--help` list the program's flags, whichever file was executed.
+
+    absl's `--help` lists the key flags of the file run as `sys.argv[0]`:
+    `bin/X` or a console script, neither of which defines a flag. The
+    program's module makes its own flags key and declares the shared ones it
+    reads (`flags.declare_key_flag`); this hands them, with `--usr_dir` and
+    `--registry_help` which every program honours, to `sys.argv[0]`.
+
+    Args:
+        program: the module of the program (e.g. `syntax_t2t.cli.train`).
+    """
+    key_flags = FLAGS.get_key_flags_for_module(program.__name__)
+    key_flags += [FLAGS[name] for name in ("usr_dir", "registry_help")]
+    for flag in key_flags:
+        FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
 def run(main, extra_user_errors=()):
     """`absl.app.run(main)`, printing user errors as one clear line.
 
@@ -69,6 +87,7 @@ def run(main, extra_user_errors=()):
         extra_user_errors: further exception types to report without a
             traceback.
     """
+    adopt_program_flags(sys.modules[main.__module__])
     user_errors = USER_ERRORS + tuple(extra_user_errors)
 
     def guarded(argv):

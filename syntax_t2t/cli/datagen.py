@@ -32,10 +32,16 @@ flags.DEFINE_integer("max_examples", None, "Keep at most this many examples per 
 flags.DEFINE_bool("overwrite", False, "Regenerate even if complete outputs are already in --data_dir.")
 flags.DEFINE_bool("skip_bad_examples", False,
                   "Log, count and skip bad examples instead of stopping at the first one.")
-flags.DEFINE_string("parser", None,
-                    "Parser of problems that start from raw text (their 'parser' option): "
-                    "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
-                    "stanza:LANG[:MODEL_DIR].")
+if "parser" not in FLAGS:
+    # bin/parse defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("parser", None,
+                        "Parser of problems that start from raw text (their 'parser' option): "
+                        "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
+                        "stanza:LANG[:MODEL_DIR].")
+
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "data_dir", "random_seed", "parser"):
+    flags.declare_key_flag(_name)
 
 
 def main(argv):

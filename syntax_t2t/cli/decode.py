@@ -76,6 +76,11 @@ if "xla" not in FLAGS:
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
                       "Compile with XLA (here: the search loop); auto = on a GPU only.")
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "model", "hparams_set", "hparams", "data_dir",
+              "output_dir", "checkpoint_path", "xla"):
+    flags.declare_key_flag(_name)
+
 
 def output_lines(sentences, translations, return_beams, detokenize=" ".join):
     """One output line per input sentence; warns about unusable ones.

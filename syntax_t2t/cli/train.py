@@ -56,8 +56,10 @@ if "random_seed" not in FLAGS:
     # bin/datagen defines the same flag; tests and tools may import both programs.
     flags.DEFINE_integer("random_seed", None, "Seeds initialisation, dropout and the data order "
                          "(Python, NumPy and TensorFlow); unseeded when not given.")
-flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
-                  "Numeric policy; auto = mixed precision on a GPU, float32 on a CPU.")
+if "mixed_precision" not in FLAGS:
+    # bin/bench defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
+                      "Numeric policy; auto = mixed precision on a GPU, float32 on a CPU.")
 if "xla" not in FLAGS:
     # bin/decode defines the same flag; tests and tools may import both programs.
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
@@ -71,6 +73,11 @@ flags.DEFINE_bool("skip_nonfinite_batches", False,
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
+
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "model", "hparams_set", "hparams", "data_dir",
+              "output_dir", "random_seed", "mixed_precision", "xla"):
+    flags.declare_key_flag(_name)
 
 
 # What flags.txt records: everything that defines the run.
