@@ -79,6 +79,20 @@ def parse_literal(text, context=""):
     return text
 
 
+def format_literal(value):
+    """`value` as `parse_literal` reads it back: what `--hparams` takes."""
+    if isinstance(value, list):
+        return "[" + ",".join(format_literal(item) for item in value) + "]"
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        if value and value.strip() == value and not any(c in value for c in "[],=\"'"):
+            if parse_literal(value) == value:
+                return value
+        return f'"{value}"' if "'" in value else f"'{value}'"
+    return repr(value)
+
+
 def _split(text, context):
     """Splits on commas that are not inside brackets or quotes."""
     parts, depth, quote, start = [], 0, None, 0

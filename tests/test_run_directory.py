@@ -76,3 +76,11 @@ def test_reconcile_new_run_resume_and_conflicts(tmp_path):
     assert "dropout: saved 0.1, requested 0.3" in message
     assert "hidden_size: saved 32, requested 64" in message
     assert "layers" not in message
+
+
+def test_a_run_saved_before_update_freq_resumes_with_its_original_set():
+    saved = make_hparams(hidden_size=32)
+    requested = make_hparams(hidden_size=32).define("update_freq", 1)
+    assert run_directory.reconcile_hparams("d", saved, requested) == requested
+    with pytest.raises(run_directory.RunDirectoryError, match="update_freq"):
+        run_directory.reconcile_hparams("d", saved, make_hparams(hidden_size=32).define("update_freq", 4))

@@ -28,6 +28,7 @@ import keras
 import tensorflow as tf
 from absl import flags, logging
 
+from hparams import descriptions
 from syntax_t2t import registry
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
@@ -70,6 +71,9 @@ flags.DEFINE_bool("deterministic", False,
 flags.DEFINE_bool("skip_nonfinite_batches", False,
                   "Skip (and count) batches whose loss or gradient is NaN or infinite instead of "
                   "stopping at the first one.")
+flags.DEFINE_bool("print_hparams", False,
+                  "Print the hparams that --hparams_set and --hparams resolve to, one line on "
+                  "each, and exit.")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
@@ -169,6 +173,9 @@ def input_report(counters, max_length):
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.print_hparams:
+        print(descriptions.describe(common.hparams_from_flags()))
+        return
     common.require("problem", "model", "data_dir", "output_dir")
     if FLAGS.deterministic and FLAGS.random_seed is None:
         raise common.UsageError("--deterministic needs --random_seed: an unseeded run differs "

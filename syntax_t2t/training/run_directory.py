@@ -19,6 +19,11 @@ from syntax_t2t.training import checkpoints
 HPARAMS_FILE = "hparams.json"
 FLAGS_FILE = "flags.txt"
 
+# Parameters the sets gained after runs were saved, with the value that trains
+# as those runs did: a saved run without one takes it, so resuming with its
+# original command still matches.
+ADDED_PARAMETERS = {"update_freq": 1}
+
 
 class RunDirectoryError(ValueError):
     """An output directory that holds a run this command cannot continue."""
@@ -134,6 +139,12 @@ def reconcile_hparams(output_dir, saved, requested):
         return requested
     if requested is None:
         return saved
+    added = {name: value for name, value in ADDED_PARAMETERS.items()
+             if name in requested and name not in saved}
+    if added:
+        saved = saved.copy()
+        for name, value in added.items():
+            saved.define(name, value)
     differences = saved.differences(requested)
     if differences:
         listed = "; ".join(f"{name}: saved {old!r}, requested {new!r}"
