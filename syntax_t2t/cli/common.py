@@ -10,6 +10,7 @@ import sys
 from absl import app, flags, logging
 
 from syntax_t2t import registry
+from syntax_t2t.cli import aliases
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParamsError
 
@@ -33,7 +34,7 @@ class UsageError(Exception):
 
 # Errors a user can cause and fix; anything else is a bug and keeps its traceback.
 USER_ERRORS = (UsageError, InputError, registry.RegistryError, HParamsError,
-               FileNotFoundError, ImportError)
+               aliases.AliasError, FileNotFoundError, ImportError)
 
 
 def load_registry():
@@ -67,14 +68,15 @@ def adopt_program_flags(program):
     absl's `--help` lists the key flags of the file run as `sys.argv[0]`:
     `bin/X` or a console script, neither of which defines a flag. The
     program's module makes its own flags key and declares the shared ones it
-    reads (`flags.declare_key_flag`); this hands them, with `--usr_dir` and
-    `--registry_help` which every program honours, to `sys.argv[0]`.
+    reads (`flags.declare_key_flag`); this hands them, with `--usr_dir` (and
+    its alias) and `--registry_help` which every program honours, to
+    `sys.argv[0]`.
 
     Args:
         program: the module of the program (e.g. `syntax_t2t.cli.train`).
     """
     key_flags = FLAGS.get_key_flags_for_module(program.__name__)
-    key_flags += [FLAGS[name] for name in ("usr_dir", "registry_help")]
+    key_flags += [FLAGS[name] for name in ("usr_dir", "t2t_usr_dir", "registry_help")]
     for flag in key_flags:
         FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
@@ -92,6 +94,7 @@ def run(main, extra_user_errors=()):
 
     def guarded(argv):
         try:
+            aliases.apply()
             load_registry()
             return main(argv)
         except user_errors as error:

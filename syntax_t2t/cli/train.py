@@ -30,8 +30,9 @@ from absl import flags, logging
 
 from hparams import descriptions
 from syntax_t2t import registry
-from syntax_t2t.cli import common
+from syntax_t2t.cli import aliases, common
 from syntax_t2t.data import pipeline
+from syntax_t2t.decoding.model_loading import CheckpointError, restore_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
 from syntax_t2t.training import checkpoints, distribution, precision, run_directory
@@ -40,6 +41,7 @@ from syntax_t2t.training.stop_signals import TrainingInterrupted
 from syntax_t2t.training.trainer import Trainer
 
 FLAGS = flags.FLAGS
+SCHEDULES = ("train_and_evaluate", "train", "evaluate")
 
 flags.DEFINE_integer("train_steps", 250_000,
                      "Global step to train up to (a resumed run trains the rest).", lower_bound=1)
@@ -74,6 +76,10 @@ flags.DEFINE_bool("skip_nonfinite_batches", False,
 flags.DEFINE_bool("print_hparams", False,
                   "Print the hparams that --hparams_set and --hparams resolve to, one line on "
                   "each, and exit.")
+flags.DEFINE_enum("schedule", "train_and_evaluate", SCHEDULES,
+                  "T2T's schedule: train_and_evaluate (evaluate every --eval_every steps), train "
+                  "(no evaluation), or evaluate (evaluate the newest checkpoint of --output_dir "
+                  "on the dev set, no training).")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
@@ -82,13 +88,16 @@ flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
 for _name in ("problem", "model", "hparams_set", "hparams", "data_dir",
               "output_dir", "random_seed", "mixed_precision", "xla"):
     flags.declare_key_flag(_name)
+aliases.define_train_aliases()
+flags.adopt_module_key_flags(aliases)
 
 
 # What flags.txt records: everything that defines the run.
 SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
                "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
                "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
-               "xla", "distribution", "deterministic", "skip_nonfinite_batches")
+               "xla", "distribution", "worker_gpu", "deterministic", "skip_nonfinite_batches",
+               "schedule")
 
 
 def _flag_lines():
@@ -170,6 +179,19 @@ def input_report(counters, max_length):
             f"max_length={max_length}")
 
 
+def _evaluate_newest_checkpoint(trainer, dev_dataset):
+    """`--schedule=evaluate`: the dev results of the run's newest checkpoint, printed."""
+    prefix = checkpoints.latest_checkpoint(FLAGS.output_dir)
+    if prefix is None:
+        raise common.UsageError(f"--schedule=evaluate: --output_dir={FLAGS.output_dir} holds no "
+                                f"checkpoint to evaluate")
+    trainer.evaluate(dev_dataset, 1)  # creates the variables the checkpoint restores
+    restore_model(trainer.model, prefix)
+    results = trainer.evaluate(dev_dataset, FLAGS.eval_steps)
+    print(f"dev evaluation of {prefix}: " + "  ".join(
+        f"{name} {value:.4f}" for name, value in sorted(results.items())))
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -194,7 +216,7 @@ def main(argv):
     policy_name = precision.resolve_precision(FLAGS.mixed_precision)
     jit_compile = precision.resolve_xla(FLAGS.xla)
     # Multi-worker strategies must exist before TensorFlow runs any op.
-    strategy = distribution.make_strategy(FLAGS.distribution)
+    strategy = distribution.make_strategy(FLAGS.distribution, num_devices=FLAGS.worker_gpu)
     logging.info("precision %s, XLA %s, %s", policy_name, "on" if jit_compile else "off",
                  f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
                  if strategy.num_replicas_in_sync > 1 else "one device")
@@ -221,10 +243,14 @@ def main(argv):
                                     seed=FLAGS.random_seed)
     dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
 
+    if FLAGS.schedule == "evaluate":
+        _evaluate_newest_checkpoint(trainer, dev_dataset)
+        return
     if distribution.is_chief(strategy):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
     try:
-        results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
+        results = trainer.train(train_dataset, FLAGS.train_steps,
+                                eval_dataset=None if FLAGS.schedule == "train" else dev_dataset,
                                 eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps)
     except TrainingInterrupted as interrupted:
         logging.info("%s", input_report(counters, hparams.max_length))
@@ -242,4 +268,4 @@ def run():
     """Entry point of `bin/train` and `syntax-t2t-train`."""
     common.run(main, extra_user_errors=(
         InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError,
-        NonFiniteLossError))
+        NonFiniteLossError, distribution.DistributionError, CheckpointError))
