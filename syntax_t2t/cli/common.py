@@ -20,6 +20,9 @@ flags.DEFINE_string("problem", None, "Registered problem name.")
 flags.DEFINE_string("model", None, "Registered model name.")
 flags.DEFINE_string("hparams_set", None, "Registered hparams set name.")
 flags.DEFINE_string("hparams", "", "Overrides, e.g. 'parse_layer=1,dropout=0.2'.")
+flags.DEFINE_string("problem_options", "",
+                    "The problem's options, e.g. 'subwords=joint,vocab_size=32000' (typed like "
+                    "--hparams; datagen records them, later tools use and check the recorded ones).")
 flags.DEFINE_string("data_dir", None, "Directory of generated data (vocabularies, TFRecords).")
 flags.DEFINE_string("output_dir", None, "Directory of a training run (checkpoints, hparams.json).")
 flags.DEFINE_string("usr_dir", None, "Directory of user modules that register problems, models or hparams sets.")

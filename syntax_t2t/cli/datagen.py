@@ -15,7 +15,7 @@ run.
 
 from absl import flags
 
-from syntax_t2t import registry
+from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
@@ -40,7 +40,7 @@ if "parser" not in FLAGS:
                         "stanza:LANG[:MODEL_DIR].")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
-for _name in ("problem", "data_dir", "random_seed", "parser"):
+for _name in ("problem", "problem_options", "data_dir", "random_seed", "parser"):
     flags.declare_key_flag(_name)
 
 
@@ -49,11 +49,17 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("problem", "data_dir")
     problem_class = registry.problems.get(FLAGS.problem)
-    options = {} if FLAGS.random_seed is None else {"random_seed": FLAGS.random_seed}
-    if FLAGS.parser is not None:
-        if "parser" not in problem_class.option_names:
+    options = problem_options.parse(problem_class, FLAGS.problem_options)
+    for name in ("random_seed", "parser"):
+        value = FLAGS[name].value
+        if value is None or (name == "random_seed" and name not in problem_class.option_names):
+            continue
+        if name not in problem_class.option_names:
             raise common.UsageError(f"--parser: problem {FLAGS.problem} does not parse raw text")
-        options["parser"] = FLAGS.parser
+        if options.get(name, value) != value:
+            raise common.UsageError(f"--{name}={value} and --problem_options {name}="
+                                    f"{options[name]} differ")
+        options[name] = value
     problem = problem_class(**options)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
 

@@ -77,8 +77,8 @@ if "xla" not in FLAGS:
                       "Compile with XLA (here: the search loop); auto = on a GPU only.")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
-for _name in ("problem", "model", "hparams_set", "hparams", "data_dir",
-              "output_dir", "checkpoint_path", "xla"):
+for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
+              "data_dir", "output_dir", "checkpoint_path", "xla"):
     flags.declare_key_flag(_name)
 
 
@@ -120,7 +120,7 @@ def main(argv):
     trained = load_trained_model(
         output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
         problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
-        hparams_overrides=FLAGS.hparams)
+        hparams_overrides=FLAGS.hparams, problem_options_text=FLAGS.problem_options)
     has_parse_head = any(trained.model.parse_head(layer) is not None
                          for layer in range(trained.hparams.num_encoder_layers))
     if FLAGS.parse_to_file and not has_parse_head:

@@ -29,7 +29,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 from hparams import descriptions
-from syntax_t2t import registry
+from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import aliases, common
 from syntax_t2t.data import pipeline
 from syntax_t2t.decoding.model_loading import CheckpointError, restore_model
@@ -85,15 +85,15 @@ flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
-for _name in ("problem", "model", "hparams_set", "hparams", "data_dir",
-              "output_dir", "random_seed", "mixed_precision", "xla"):
+for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
+              "data_dir", "output_dir", "random_seed", "mixed_precision", "xla"):
     flags.declare_key_flag(_name)
 aliases.define_train_aliases()
 flags.adopt_module_key_flags(aliases)
 
 
 # What flags.txt records: everything that defines the run.
-SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
+SAVED_FLAGS = ("problem", "problem_options", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
                "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
                "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
                "xla", "distribution", "worker_gpu", "deterministic", "skip_nonfinite_batches",
@@ -202,7 +202,8 @@ def main(argv):
     if FLAGS.deterministic and FLAGS.random_seed is None:
         raise common.UsageError("--deterministic needs --random_seed: an unseeded run differs "
                                 "from the next one anyway")
-    problem = registry.problem(FLAGS.problem)
+    problem = problem_options.problem_for_data(FLAGS.problem, FLAGS.data_dir,
+                                               FLAGS.problem_options)
     model_class = registry.model(FLAGS.model)
     _check_features(problem, model_class.train_features)
 
