@@ -42,6 +42,7 @@ from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
 from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
+from syntax_t2t.decoding.source_parsing import with_parsed_sources
 from syntax_t2t.errors import InputError
 from syntax_t2t.training import precision, run_directory
 
@@ -135,6 +136,7 @@ def main(argv):
         if settings.length_model else None)
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
                       jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
+    sentences = with_parsed_sources(sentences, trained.problem, decoder.feature_keys)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
     detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
     detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
