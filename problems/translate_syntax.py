@@ -117,7 +117,7 @@ class TranslateSyntax(Problem):
     # Parsing -------------------------------------------------------------
 
     def source_parser(self) -> Parser:
-        """The parser of the `parser` option (default stanza of the source language), loaded once."""
+        """The `parser` option's parser (default: stanza of the source language), loaded once."""
         if self._loaded_parser is None:
             self._loaded_parser = load_parser(self.parser or f"stanza:{self.source_language}",
                                               pretokenized=self.source_format == "tokens")

@@ -1,7 +1,8 @@
 """`--problem_options='key=value,...'`: a problem's options from the command line.
 
-    bin/datagen --problem=translate_syntax --problem_options='subwords=joint,source_format=conllu' ...
-    bin/train   --problem=translate_syntax --data_dir=D ...      # takes the options datagen used
+    bin/datagen --problem=translate_syntax \\
+        --problem_options='subwords=joint,source_format=conllu' ...
+    bin/train   --problem=translate_syntax --data_dir=D ...   # the options datagen used
 
 A problem's options are the class attributes named in its `option_names`
 (`syntax_t2t.problem`). Values are typed and checked as `--hparams` are,

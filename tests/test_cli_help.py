@@ -132,3 +132,16 @@ def test_real_tensorflow_start_is_quiet_and_verbosity_shows_it():
                           text=True, env=env, timeout=300)
     # TensorFlow always logs something on start-up (oneDNN, CUDA drivers or devices).
     assert [line for line in loud.stderr.splitlines() if quiet_start.NOISE.match(line)]
+
+
+def test_bin_scripts_run_under_the_checkouts_venv_from_another_python():
+    """`python3 bin/X` with an interpreter lacking the packages re-runs under `.venv`."""
+    venv_python = REPO / ".venv" / "bin" / "python"
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    if not venv_python.exists() or not base_python.exists():
+        pytest.skip("needs the checkout's .venv (make install) and a base interpreter")
+    lacks_absl = subprocess.run([str(base_python), "-c", "import absl"], capture_output=True)
+    if lacks_absl.returncode == 0:
+        pytest.skip(f"{base_python} has absl: nothing to re-run")
+    help_text = run_help([str(base_python), str(REPO / "bin" / "parse")])
+    assert own_flags("parse") <= listed_flags(help_text)

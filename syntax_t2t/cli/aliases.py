@@ -43,7 +43,8 @@ def define_train_aliases():
                          "Alias (T2T): train on N GPUs of this host, --distribution=mirrored "
                          "(N=1: --distribution=none).", lower_bound=1)
     flags.DEFINE_integer("max_tokens", None,
-                         "Alias (fairseq): --hparams=batch_size=N, tokens per batch.", lower_bound=1)
+                         "Alias (fairseq): --hparams=batch_size=N, tokens per batch.",
+                         lower_bound=1)
     flags.DEFINE_integer("update_freq", None,
                          "Alias (fairseq): --hparams=update_freq=K, the summed gradients of K "
                          "batches per optimizer step.", lower_bound=1)

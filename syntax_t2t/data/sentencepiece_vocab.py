@@ -33,7 +33,7 @@ import numpy as np
 import sentencepiece
 
 from syntax_t2t.data.subwords import EncodedWords, unescape_word
-from syntax_t2t.data.vocab import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID
+from syntax_t2t.data.vocab import RESERVED_TOKENS, UNK_ID, sentence_ids
 from syntax_t2t.errors import InputError
 from syntax_t2t.io_utils import atomic_write
 
@@ -162,12 +162,7 @@ class SentencePieceVocabulary:
                 words.append(unescape_word(self._processor.decode(word)))
                 word.clear()
 
-        for token_id in ids:
-            token_id = int(token_id)
-            if strip and token_id == EOS_ID:
-                break
-            if strip and token_id == PAD_ID:
-                continue
+        for token_id in sentence_ids(ids, strip):
             if token_id < _OFFSET:
                 close()
                 words.append(RESERVED_TOKENS[token_id])

@@ -18,7 +18,9 @@ batch and calls the step; it reads values back every `log_step_count_steps`
 steps. Reported throughput leaves out the time spent saving and evaluating.
 
 `train_steps` is the global step to stop at, as in T2T: a run resumed at step
-k trains `train_steps - k` more steps.
+k trains `train_steps - k` more steps. With the hparam `update_freq=K` a step
+is K calls of the compiled function, one per batch, whose gradients
+`accumulation.py` sums into one update.
 
 Faults:
 
