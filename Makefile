@@ -4,8 +4,11 @@
 #   make test   install into .venv (with test extras), then run the test suite
 #               (`make test-slow` runs the tests marked slow; CI runs both)
 #
-# The install step pins torch to the CPU build first: stanza depends on torch,
-# and an unpinned torch pulls several GB of CUDA packages.
+# The install step installs torch before the rest: stanza (the `stanza` extra,
+# part of the test extras) depends on it. TORCH picks the build, e.g.
+#   make install TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+# for the CPU build on any machine, TORCH=torch==2.13.0 for PyPI's default
+# (CUDA on Linux), or TORCH= to leave torch to pip.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -21,7 +24,7 @@ TEST_WORKERS ?= 2
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH)"
+	$(if $(strip $(TORCH)),$(PY) -m pip install --quiet $(TORCH))
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 

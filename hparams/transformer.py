@@ -36,6 +36,7 @@ def transformer_base():
         learning_rate=0.2,
         learning_rate_warmup_steps=8000,
         clip_grad_norm=0.0,  # 0 = no clipping
+        update_freq=1,  # batches whose gradients are summed per optimizer step (fairseq's name)
         # Batching: batch_size counts tokens including padding.
         batch_size=3072,
         max_length=256,

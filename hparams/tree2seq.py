@@ -49,6 +49,7 @@ def tree2seq_base():
         learning_rate=1.0,
         learning_rate_halving=True,
         clip_grad_norm=3.0,
+        update_freq=1,  # batches whose gradients are summed per optimizer step
         # Batching: batch_size counts tokens including padding.
         batch_size=4096,
         max_length=64,

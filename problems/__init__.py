@@ -7,3 +7,4 @@ from problems import multi30k  # noqa: F401
 from problems import pud  # noqa: F401
 from problems import subword  # noqa: F401
 from problems import synthetic  # noqa: F401
+from problems import translate_syntax  # noqa: F401

@@ -96,6 +96,10 @@ class Multi30kSyntax(Problem):
             self._loaded_parser = load_parser(self.parser)
         return self._loaded_parser
 
+    def parse_source_texts(self, texts) -> list[DependencyTree]:
+        """Trees of new raw source sentences, parsed as the data's were (`source_parsing`)."""
+        return list(self.source_parser().parse_texts(texts))
+
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
         source_path = self.raw_path(tmp_dir, split, self.source_language)
         target_path = self.raw_path(tmp_dir, split, self.target_language)

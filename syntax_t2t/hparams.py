@@ -37,7 +37,7 @@ def _type_name(value):
         f"use int, float, bool, str or list")
 
 
-def _check(name, type_name, value, element_type=None):
+def _check(name, type_name, value, element_type=None, noun="hparam"):
     """Returns `value` converted to `type_name` where that is lossless."""
     if value is None or type_name is None:
         return value
@@ -45,12 +45,12 @@ def _check(name, type_name, value, element_type=None):
         return float(value)
     if type_name == "list" and type(value) is list:
         if element_type is not None:
-            return [_check(f"{name}[{i}]", element_type, v)
+            return [_check(f"{name}[{i}]", element_type, v, noun=noun)
                     for i, v in enumerate(value)]
         return value
     if _type_name(value) != type_name:
         raise HParamsError(
-            f"hparam {name!r} is {type_name}, got {_type_name(value)} {value!r}")
+            f"{noun} {name!r} is {type_name}, got {_type_name(value)} {value!r}")
     return value
 
 
@@ -77,6 +77,20 @@ def parse_literal(text, context=""):
     if not text or any(c in text for c in "[],=\"'"):
         raise HParamsError(f"malformed value {text!r}{where}")
     return text
+
+
+def format_literal(value):
+    """`value` as `parse_literal` reads it back: what `--hparams` takes."""
+    if isinstance(value, list):
+        return "[" + ",".join(format_literal(item) for item in value) + "]"
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        if value and value.strip() == value and not any(c in value for c in "[],=\"'"):
+            if parse_literal(value) == value:
+                return value
+        return f'"{value}"' if "'" in value else f"'{value}'"
+    return repr(value)
 
 
 def _split(text, context):
@@ -153,6 +167,9 @@ class HParams:
             Use `define` for parameters whose default is `None`.
     """
 
+    # What messages call a parameter (subclasses hold other typed settings).
+    _noun = "hparam"
+
     def __init__(self, **defaults):
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_types", {})
@@ -213,7 +230,7 @@ class HParams:
     def _unknown_message(self, name):
         close = difflib.get_close_matches(name, sorted(self._values), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        return f"unknown hparam {name!r}{hint}"
+        return f"unknown {self._noun} {name!r}{hint}"
 
     def get(self, name, default=None):
         return self._values.get(name, default)
@@ -232,11 +249,11 @@ class HParams:
             if type_name == "str":
                 value = "none"
             else:
-                raise HParamsError(f"hparam {name!r} is {type_name} and cannot be none")
+                raise HParamsError(f"{self._noun} {name!r} is {type_name} and cannot be none")
         if type_name is None and value is not None:
             type_name = _type_name(value)
             self._types[name] = type_name
-        self._values[name] = _check(name, type_name, value, self._element_types[name])
+        self._values[name] = _check(name, type_name, value, self._element_types[name], self._noun)
 
     def override(self, values):
         """Sets several parameters from a dict; all are checked before any is set."""
@@ -276,7 +293,7 @@ class HParams:
         return {k: (list(v) if isinstance(v, list) else v) for k, v in self._values.items()}
 
     def copy(self):
-        clone = HParams()
+        clone = type(self)()
         clone._values.update(self.values())
         clone._types.update(self._types)
         clone._element_types.update(self._element_types)

@@ -32,9 +32,10 @@ Options (vocabulary size, split sizes, shard counts, ...) are class
 attributes listed in `option_names`; override them in a subclass or per
 instance, `SyntheticSyntaxReorder(train_size=1000)`.
 
-Subwords. With the option `subwords` ("joint": one WordPiece vocabulary
-learnt from both sides, as the Pascal paper's joint BPE; "separate": one per
-side; `subword_vocab_size` entries at most, see `syntax_t2t.data.subwords`),
+Subwords. With the option `subwords` ("joint": one vocabulary learnt from
+both sides, as the Pascal paper's joint BPE; "separate": one per side;
+`subword_vocab_size` entries at most; WordPiece, or SentencePiece learnt or
+brought with `subword_model`, see `syntax_t2t.data.subword_kinds`),
 `inputs` and `targets` hold subword ids and the word-level syntax is
 projected onto the source subwords (`syntax_t2t.data.subword_syntax`):
 `src_heads` become the SISA heads over subwords (every subword depends on the
@@ -85,12 +86,12 @@ import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils, registry
-from syntax_t2t.data import pipeline, subword_syntax
+from syntax_t2t.data import pipeline, subword_kinds, subword_syntax
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
                                       split_tree_file, with_bracketed_trees)
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
+from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
 from syntax_t2t.errors import InputError, SkipCounter
 
@@ -167,11 +168,14 @@ class Problem:
     subwords: Optional[str] = None
     #: Largest subword vocabulary per side, the reserved ids included.
     subword_vocab_size = 16_000
+    #: The subword kind: wordpiece, sentencepiece_unigram, sentencepiece_bpe or
+    #: sentencepiece:PATH (`syntax_t2t.data.subword_kinds`).
+    subword_model = subword_kinds.WORDPIECE
     #: Also store the lemma ids of source words (`src_lemma`).
     source_lemmas = False
 
     option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed", "subwords",
-                    "subword_vocab_size", "source_lemmas")
+                    "subword_vocab_size", "subword_model", "source_lemmas")
 
     def __init__(self, **options):
         for key, value in options.items():
@@ -183,6 +187,7 @@ class Problem:
         if self.subwords is not None and self.subwords not in SUBWORD_MODES:
             raise ValueError(f"{self.name}: option subwords={self.subwords!r}; expected None, "
                              f"{' or '.join(repr(mode) for mode in SUBWORD_MODES)}")
+        subword_kinds.check_subword_model(self.subword_model)
         if self.subwords and self.subword_vocab_size < MIN_VOCAB_SIZE:
             raise ValueError(f"{self.name}: option subword_vocab_size={self.subword_vocab_size} is "
                              f"below the minimum {MIN_VOCAB_SIZE}")
@@ -354,7 +359,9 @@ class Problem:
         return self._vocabularies
 
     def _vocabulary_class(self, name: str):
-        return SubwordVocabulary if self.subwords and name in (INPUTS, TARGETS) else Vocabulary
+        if self.subwords and name in (INPUTS, TARGETS):
+            return subword_kinds.vocabulary_class(self.subword_model)
+        return Vocabulary
 
     def vocab_sizes(self, data_dir: str) -> dict[str, int]:
         """Size of each vocabulary (`inputs`, `targets`, `deprel`, `upos`, `xpos`, `const`, ...)."""
@@ -397,8 +404,8 @@ class Problem:
             name: Vocabulary.build(counts[name], max_size=sizes.get(name, self.tag_vocab_size))
             for name in self.vocabulary_names if not (self.subwords and name in (INPUTS, TARGETS))}
         if self.subwords:
-            vocabularies[INPUTS], vocabularies[TARGETS] = build_subword_vocabularies(
-                counts[INPUTS], counts[TARGETS], self.subword_vocab_size,
+            vocabularies[INPUTS], vocabularies[TARGETS] = subword_kinds.build_vocabularies(
+                self.subword_model, counts[INPUTS], counts[TARGETS], self.subword_vocab_size,
                 joint=self.subwords == "joint")
         result = {name: vocabularies[name] for name in self.vocabulary_names}
         if num_bracketed:

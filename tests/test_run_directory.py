@@ -1,8 +1,12 @@
 """hparams.json and flags.txt of a run: writing, reloading, refusing another run."""
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParams
@@ -89,3 +93,34 @@ def test_reconcile_new_run_resume_and_conflicts(tmp_path):
     assert "dropout: saved 0.1, requested 0.3" in message
     assert "hidden_size: saved 32, requested 64" in message
     assert "layers" not in message
+
+
+def test_a_run_saved_before_update_freq_resumes_with_its_original_set():
+    saved = make_hparams(hidden_size=32)
+    requested = make_hparams(hidden_size=32).define("update_freq", 1)
+    assert run_directory.reconcile_hparams("d", saved, requested) == requested
+    with pytest.raises(run_directory.RunDirectoryError, match="update_freq"):
+        run_directory.reconcile_hparams("d", saved, make_hparams(hidden_size=32).define("update_freq", 4))
+
+
+def test_each_start_records_versions_and_commit(tmp_path):
+    run = str(tmp_path / "run")
+    run_directory.write_run_files(run, make_hparams(), ["--model=x"])
+    run_directory.write_run_files(run, make_hparams(), ["--model=x"])
+    with open(os.path.join(run, run_directory.ENVIRONMENT_FILE), encoding="utf-8") as file:
+        starts = json.load(file)
+    assert len(starts) == 2
+    assert starts[0]["packages"]["tensorflow"] == tf.__version__
+    repo = Path(run_directory.__file__).resolve().parents[2]
+    if (repo / ".git").exists():
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        assert starts[1]["git"]["commit"] == head
+
+
+def test_a_damaged_environment_record_is_named(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / run_directory.ENVIRONMENT_FILE).write_text("{not json")
+    with pytest.raises(InputError, match=r"environment.json:1: not the run's environment record"):
+        run_directory.record_environment(str(run))

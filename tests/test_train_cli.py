@@ -101,7 +101,8 @@ def test_an_output_dir_of_another_model_is_refused(data_dir, tmp_path):
                        match=r"holds a different run: --model=dep_parse "
                              r"\(this command: --model=transformer\)"):
         run_train(data_dir=data_dir, output_dir=str(run))
-    assert sorted(os.listdir(run)) == ["checkpoint", "ckpt-5.index", "flags.txt", "hparams.json"]
+    assert sorted(os.listdir(run)) == ["checkpoint", "ckpt-5.index", "environment.json",
+                                      "flags.txt", "hparams.json"]
 
 
 def test_run_files_conflicting_overrides_and_resuming(data_dir, tmp_path, capsys):

@@ -74,6 +74,11 @@ flags.DEFINE_integer("phrase_levels", 3, "Levels counted with --phrase_levels_fr
 
 _LENGTH_FLAGS = ("length_source_file", "length_references", "length_baseline", "length_system")
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "model", "hparams_set", "hparams",
+              "data_dir", "output_dir", "checkpoint_path"):
+    flags.declare_key_flag(_name)
+
 
 def _parse_location(model, hparams):
     """(layer, head) of the model's parse head, or None."""

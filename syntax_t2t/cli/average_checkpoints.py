@@ -31,6 +31,10 @@ flags.DEFINE_integer("num_last_checkpoints", 8, "How many of the run's newest ch
 flags.DEFINE_string("averaged_dir", None,
                     "Where the averaged checkpoint goes; default <output_dir>/averaged.")
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir"):
+    flags.declare_key_flag(_name)
+
 
 def main(argv):
     if len(argv) > 1:

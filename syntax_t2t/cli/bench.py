@@ -24,11 +24,19 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks import (decoding_speed, flops, measure, report, scaling, torch_peer,
+from syntax_t2t.benchmarks import (decoding_speed, flops, measure, report, scaling,
                                    training_throughput)
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
 from syntax_t2t.training import precision
+
+try:
+    from syntax_t2t.benchmarks import torch_peer
+except ModuleNotFoundError as error:
+    # PyTorch comes with the optional `stanza` extra; without it --skip=torch.
+    if error.name != "torch":
+        raise
+    torch_peer = None
 
 FLAGS = flags.FLAGS
 
@@ -75,6 +83,10 @@ QUICK = {"batch_tokens": 128, "repetitions": 2, "steps_per_repetition": 1,
          "scaling_lengths": ["16", "32"], "decode_sentences": 1, "decode_output_tokens": 20,
          "matmul_size": 256, "length": 16, "relative": False}
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("hparams_set", "hparams", "output_dir", "random_seed", "mixed_precision", "xla"):
+    flags.declare_key_flag(_name)
+
 
 def _setting(name):
     """A flag's value, or its `--quick` value when the flag was not given."""
@@ -120,7 +132,7 @@ def _threads():
     """Gives TensorFlow and the PyTorch peer the same thread pools; returns their sizes."""
     threads = FLAGS.threads or os.cpu_count() or 1
     sizes = {"requested": threads, "tensorflow": measure.set_threads(threads),
-             "torch": torch_peer.set_threads(threads)}
+             "torch": torch_peer.set_threads(threads) if torch_peer else None}
     if sizes["tensorflow"]["intra_op"] != threads:
         logging.warning("TensorFlow's thread pools were already created: %s", sizes["tensorflow"])
     return sizes
@@ -182,6 +194,10 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if torch_peer is None and "torch" not in FLAGS.skip:
+        raise common.UsageError("the PyTorch peer needs torch, which is not installed: pass "
+                                "--skip=torch, or install it (pip install -e '.[stanza]'; see "
+                                "README, Set-up)")
     start = time.perf_counter()
     threads = _threads()
     lengths = _check_flags()

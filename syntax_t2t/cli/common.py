@@ -10,6 +10,7 @@ import sys
 from absl import app, flags, logging
 
 from syntax_t2t import registry
+from syntax_t2t.cli import aliases
 from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
 
@@ -19,6 +20,9 @@ flags.DEFINE_string("problem", None, "Registered problem name.")
 flags.DEFINE_string("model", None, "Registered model name.")
 flags.DEFINE_string("hparams_set", None, "Registered hparams set name.")
 flags.DEFINE_string("hparams", "", "Overrides, e.g. 'parse_layer=1,dropout=0.2'.")
+flags.DEFINE_string("problem_options", "",
+                    "The problem's options, e.g. 'subwords=joint,vocab_size=32000' (typed like "
+                    "--hparams; datagen records them, later tools use and check the recorded ones).")
 flags.DEFINE_string("data_dir", None, "Directory of generated data (vocabularies, TFRecords).")
 flags.DEFINE_string("output_dir", None, "Directory of a training run (checkpoints, hparams.json).")
 flags.DEFINE_string("usr_dir", None, "Directory of user modules that register problems, models or hparams sets.")
@@ -33,7 +37,7 @@ class UsageError(Exception):
 
 # Errors a user can cause and fix; anything else is a bug and keeps its traceback.
 USER_ERRORS = (UsageError, InputError, OutputPathError, registry.RegistryError, HParamsError,
-               FileNotFoundError, ImportError)
+               aliases.AliasError, FileNotFoundError, ImportError)
 
 
 def load_registry():
@@ -61,6 +65,25 @@ def hparams_from_flags():
     return hparams
 
 
+def adopt_program_flags(program):
+    """Makes `--help` list the program's flags, whichever file was executed.
+
+    absl's `--help` lists the key flags of the file run as `sys.argv[0]`:
+    `bin/X` or a console script, neither of which defines a flag. The
+    program's module makes its own flags key and declares the shared ones it
+    reads (`flags.declare_key_flag`); this hands them, with `--usr_dir` (and
+    its alias) and `--registry_help` which every program honours, to
+    `sys.argv[0]`.
+
+    Args:
+        program: the module of the program (e.g. `syntax_t2t.cli.train`).
+    """
+    key_flags = FLAGS.get_key_flags_for_module(program.__name__)
+    key_flags += [FLAGS[name] for name in ("usr_dir", "t2t_usr_dir", "registry_help")]
+    for flag in key_flags:
+        FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
 def run(main, extra_user_errors=()):
     """`absl.app.run(main)`, printing user errors as one clear line.
 
@@ -69,10 +92,12 @@ def run(main, extra_user_errors=()):
         extra_user_errors: further exception types to report without a
             traceback.
     """
+    adopt_program_flags(sys.modules[main.__module__])
     user_errors = USER_ERRORS + tuple(extra_user_errors)
 
     def guarded(argv):
         try:
+            aliases.apply()
             load_registry()
             return main(argv)
         except user_errors as error:

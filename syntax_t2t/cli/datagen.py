@@ -17,7 +17,7 @@ import os
 
 from absl import flags
 
-from syntax_t2t import registry
+from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
@@ -34,10 +34,16 @@ flags.DEFINE_integer("max_examples", None, "Keep at most this many examples per 
 flags.DEFINE_bool("overwrite", False, "Regenerate even if complete outputs are already in --data_dir.")
 flags.DEFINE_bool("skip_bad_examples", False,
                   "Log, count and skip bad examples instead of stopping at the first one.")
-flags.DEFINE_string("parser", None,
-                    "Parser of problems that start from raw text (their 'parser' option): "
-                    "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
-                    "stanza:LANG[:MODEL_DIR].")
+if "parser" not in FLAGS:
+    # bin/parse defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("parser", None,
+                        "Parser of problems that start from raw text (their 'parser' option): "
+                        "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
+                        "stanza:LANG[:MODEL_DIR].")
+
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "problem_options", "data_dir", "random_seed", "parser"):
+    flags.declare_key_flag(_name)
 
 
 def main(argv):
@@ -47,11 +53,17 @@ def main(argv):
     if os.path.exists(FLAGS.data_dir) and not os.path.isdir(FLAGS.data_dir):
         raise common.UsageError(f"--data_dir={FLAGS.data_dir} is a file, not a directory")
     problem_class = registry.problems.get(FLAGS.problem)
-    options = {} if FLAGS.random_seed is None else {"random_seed": FLAGS.random_seed}
-    if FLAGS.parser is not None:
-        if "parser" not in problem_class.option_names:
+    options = problem_options.parse(problem_class, FLAGS.problem_options)
+    for name in ("random_seed", "parser"):
+        value = FLAGS[name].value
+        if value is None or (name == "random_seed" and name not in problem_class.option_names):
+            continue
+        if name not in problem_class.option_names:
             raise common.UsageError(f"--parser: problem {FLAGS.problem} does not parse raw text")
-        options["parser"] = FLAGS.parser
+        if options.get(name, value) != value:
+            raise common.UsageError(f"--{name}={value} and --problem_options {name}="
+                                    f"{options[name]} differ")
+        options[name] = value
     problem = problem_class(**options)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
 

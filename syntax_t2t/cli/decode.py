@@ -42,6 +42,7 @@ from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
 from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
+from syntax_t2t.decoding.source_parsing import with_parsed_sources
 from syntax_t2t.errors import InputError
 from syntax_t2t.training import precision, run_directory
 
@@ -75,6 +76,11 @@ if "xla" not in FLAGS:
     # bin/train defines the same flag; tests and tools may import both programs.
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
                       "Compile with XLA (here: the search loop); auto = on a GPU only.")
+
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
+              "data_dir", "output_dir", "checkpoint_path", "xla"):
+    flags.declare_key_flag(_name)
 
 
 def output_lines(sentences, translations, return_beams, detokenize=" ".join):
@@ -118,7 +124,7 @@ def main(argv):
     trained = load_trained_model(
         output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
         problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
-        hparams_overrides=FLAGS.hparams)
+        hparams_overrides=FLAGS.hparams, problem_options_text=FLAGS.problem_options)
     has_parse_head = any(trained.model.parse_head(layer) is not None
                          for layer in range(trained.hparams.num_encoder_layers))
     if FLAGS.parse_to_file and not has_parse_head:
@@ -133,6 +139,7 @@ def main(argv):
         if settings.length_model else None)
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
                       jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
+    sentences = with_parsed_sources(sentences, trained.problem, decoder.feature_keys)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
     detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
     detokenize(())  # builds the detokeniser: its errors show before the decoding, not after

@@ -34,10 +34,14 @@ FLAGS = flags.FLAGS
 TEXT, TOKENS, CONLLU = "text", "tokens", "conllu"
 _SPACE_IN_FORM = "_"
 
-flags.DEFINE_string("parser", None, "spacy:MODEL or stanza:LANG[:MODEL_DIR].")
+if "parser" not in FLAGS:
+    # bin/datagen defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("parser", None, "spacy:MODEL or stanza:LANG[:MODEL_DIR].")
 flags.DEFINE_string("input_file", None, "What to parse (plain or .gz).")
 flags.DEFINE_enum("input_format", TEXT, (TEXT, TOKENS, CONLLU), "How --input_file is laid out.")
 flags.DEFINE_string("output_file", None, "Where the CoNLL-U parses go.")
+# Defined by bin/datagen when both are imported: still this program's (common.adopt_program_flags).
+flags.declare_key_flag("parser")
 
 
 def parse_conllu(parser, path):

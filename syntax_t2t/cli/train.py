@@ -28,9 +28,11 @@ import keras
 import tensorflow as tf
 from absl import flags, logging
 
-from syntax_t2t import registry
-from syntax_t2t.cli import common
+from hparams import descriptions
+from syntax_t2t import problem_options, registry
+from syntax_t2t.cli import aliases, common
 from syntax_t2t.data import pipeline, shard_check
+from syntax_t2t.decoding.model_loading import CheckpointError, restore_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import parse_overrides
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
@@ -43,6 +45,7 @@ from syntax_t2t.training.stop_signals import TrainingInterrupted
 from syntax_t2t.training.trainer import Trainer
 
 FLAGS = flags.FLAGS
+SCHEDULES = ("train_and_evaluate", "train", "evaluate")
 
 flags.DEFINE_integer("train_steps", 250_000,
                      "Global step to train up to (a resumed run trains the rest).", lower_bound=1)
@@ -60,8 +63,10 @@ if "random_seed" not in FLAGS:
     # bin/datagen defines the same flag; tests and tools may import both programs.
     flags.DEFINE_integer("random_seed", None, "Seeds initialisation, dropout and the data order "
                          "(Python, NumPy and TensorFlow); unseeded when not given.")
-flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
-                  "Numeric policy; auto = mixed precision on a GPU, float32 on a CPU.")
+if "mixed_precision" not in FLAGS:
+    # bin/bench defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
+                      "Numeric policy; auto = mixed precision on a GPU, float32 on a CPU.")
 if "xla" not in FLAGS:
     # bin/decode defines the same flag; tests and tools may import both programs.
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
@@ -90,18 +95,32 @@ flags.DEFINE_enum("best_checkpoint_metric", "loss", list(validation.METRICS),
 flags.DEFINE_integer("early_stopping_patience", 0,
                      "Stop after this many evaluations in a row without a better "
                      "--best_checkpoint_metric (0 = never; fairseq's --patience).", lower_bound=0)
+flags.DEFINE_bool("print_hparams", False,
+                  "Print the hparams that --hparams_set and --hparams resolve to, one line on "
+                  "each, and exit.")
+flags.DEFINE_enum("schedule", "train_and_evaluate", SCHEDULES,
+                  "T2T's schedule: train_and_evaluate (evaluate every --eval_every steps), train "
+                  "(no evaluation), or evaluate (evaluate the newest checkpoint of --output_dir "
+                  "on the dev set, no training).")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
                   "(hosts named by TF_CONFIG); auto picks by the hardware.")
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
+              "data_dir", "output_dir", "random_seed", "mixed_precision", "xla"):
+    flags.declare_key_flag(_name)
+aliases.define_train_aliases()
+flags.adopt_module_key_flags(aliases)
+
 
 # What flags.txt records: everything that defines the run.
-SAVED_FLAGS = ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
+SAVED_FLAGS = ("problem", "problem_options", "model", "hparams_set", "hparams", "data_dir", "output_dir", "usr_dir",
                "train_steps", "eval_steps", "eval_every", "save_checkpoints_steps",
                "keep_checkpoint_max", "log_step_count_steps", "random_seed", "mixed_precision",
-               "xla", "distribution", "deterministic", "skip_nonfinite_batches", "eval_bleu",
-               "eval_bleu_max_sentences", "decode_hparams", "best_checkpoint_metric",
-               "early_stopping_patience")
+               "xla", "distribution", "worker_gpu", "deterministic", "skip_nonfinite_batches",
+               "schedule", "eval_bleu", "eval_bleu_max_sentences", "decode_hparams",
+               "best_checkpoint_metric", "early_stopping_patience")
 
 
 def _flag_lines():
@@ -205,14 +224,31 @@ def _validation(problem, model, output_dir):
                                  save_best=save_best)
 
 
+def _evaluate_newest_checkpoint(trainer, dev_dataset):
+    """`--schedule=evaluate`: the dev results of the run's newest checkpoint, printed."""
+    prefix = checkpoints.latest_checkpoint(FLAGS.output_dir)
+    if prefix is None:
+        raise common.UsageError(f"--schedule=evaluate: --output_dir={FLAGS.output_dir} holds no "
+                                f"checkpoint to evaluate")
+    trainer.evaluate(dev_dataset, 1)  # creates the variables the checkpoint restores
+    restore_model(trainer.model, prefix)
+    results = trainer.evaluate(dev_dataset, FLAGS.eval_steps)
+    print(f"dev evaluation of {prefix}: " + "  ".join(
+        f"{name} {value:.4f}" for name, value in sorted(results.items())))
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.print_hparams:
+        print(descriptions.describe(common.hparams_from_flags()))
+        return
     common.require("problem", "model", "data_dir", "output_dir")
     if FLAGS.deterministic and FLAGS.random_seed is None:
         raise common.UsageError("--deterministic needs --random_seed: an unseeded run differs "
                                 "from the next one anyway")
-    problem = registry.problem(FLAGS.problem)
+    problem = problem_options.problem_for_data(FLAGS.problem, FLAGS.data_dir,
+                                               FLAGS.problem_options)
     model_class = registry.model(FLAGS.model)
     _check_features(problem, model_class.train_features)
 
@@ -226,7 +262,7 @@ def main(argv):
     policy_name = precision.resolve_precision(FLAGS.mixed_precision)
     jit_compile = precision.resolve_xla(FLAGS.xla)
     # Multi-worker strategies must exist before TensorFlow runs any op.
-    strategy = distribution.make_strategy(FLAGS.distribution)
+    strategy = distribution.make_strategy(FLAGS.distribution, num_devices=FLAGS.worker_gpu)
     logging.info("precision %s, XLA %s, %s", policy_name, "on" if jit_compile else "off",
                  f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
                  if strategy.num_replicas_in_sync > 1 else "one device")
@@ -253,13 +289,18 @@ def main(argv):
                                     seed=FLAGS.random_seed)
     dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
 
+    if FLAGS.schedule == "evaluate":
+        _evaluate_newest_checkpoint(trainer, dev_dataset)
+        return
     validator = _validation(problem, trainer.model, output_dir)
     if distribution.is_chief(strategy):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
     try:
-        results = trainer.train(train_dataset, FLAGS.train_steps, eval_dataset=dev_dataset,
+        evaluating = FLAGS.schedule != "train"
+        results = trainer.train(train_dataset, FLAGS.train_steps,
+                                eval_dataset=dev_dataset if evaluating else None,
                                 eval_every=FLAGS.eval_every, eval_steps=FLAGS.eval_steps,
-                                validation=validator)
+                                validation=validator if evaluating else None)
     except TrainingInterrupted as interrupted:
         logging.info("%s", input_report(counters, hparams.max_length))
         print(f"stopped: {interrupted}", file=sys.stderr)
@@ -284,4 +325,4 @@ def run():
     common.run(_main_naming_damaged_shards, extra_user_errors=(
         InputError, run_directory.RunDirectoryError, checkpoints.CheckpointMismatchError,
         checkpoints.CorruptCheckpointError,
-        NonFiniteLossError))
+        NonFiniteLossError, distribution.DistributionError, CheckpointError))

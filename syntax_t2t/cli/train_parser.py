@@ -53,6 +53,10 @@ flags.DEFINE_float("training_dropout", _DEFAULTS.dropout, "Dropout rate.", lower
 
 _REPORTED_SCORES = (("dep_uas", "UAS"), ("dep_las", "LAS"), ("pos_acc", "UPOS"), ("tag_acc", "XPOS"))
 
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("output_dir", "random_seed"):
+    flags.declare_key_flag(_name)
+
 
 def main(argv):
     if len(argv) > 1:

@@ -48,7 +48,7 @@ import tensorflow as tf
 import tensorflow_text
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
-from syntax_t2t.data.vocab import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID, Vocabulary
+from syntax_t2t.data.vocab import RESERVED_TOKENS, UNK_ID, Vocabulary, sentence_ids
 from syntax_t2t.errors import InputError
 
 PathLike = Union[str, os.PathLike]
@@ -353,15 +353,7 @@ class SubwordVocabulary:
         Returns:
             The words.
         """
-        pieces = []
-        for token_id in ids:
-            token_id = int(token_id)
-            if strip and token_id == EOS_ID:
-                break
-            if strip and token_id == PAD_ID:
-                continue
-            pieces.append(self.id_to_token(token_id))
-        return self.detokenize(pieces)
+        return self.detokenize(self.id_to_token(token_id) for token_id in sentence_ids(ids, strip))
 
     def _word_ids(self, words: Sequence[str]) -> list[tuple[int, ...]]:
         words = list(words)

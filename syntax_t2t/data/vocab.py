@@ -176,15 +176,18 @@ class Vocabulary:
         Returns:
             The tokens.
         """
-        tokens = []
-        for token_id in ids:
-            token_id = int(token_id)
-            if strip and token_id == EOS_ID:
-                break
-            if strip and token_id == PAD_ID:
-                continue
-            tokens.append(self.id_to_token(token_id))
-        return tokens
+        return [self.id_to_token(token_id) for token_id in sentence_ids(ids, strip)]
+
+
+def sentence_ids(ids, strip: bool = True):
+    """`ids` as ints; with `strip`, up to the first `<EOS>` and without `<pad>`."""
+    for token_id in ids:
+        token_id = int(token_id)
+        if strip and token_id == EOS_ID:
+            return
+        if strip and token_id == PAD_ID:
+            continue
+        yield token_id
 
 
 def _token_problem(token: str) -> Optional[str]:

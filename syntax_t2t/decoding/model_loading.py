@@ -18,7 +18,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from syntax_t2t import registry
+from syntax_t2t import problem_options, registry
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import checkpoints, run_directory
 
@@ -159,7 +159,7 @@ def _from_flag_or_run(name: str, given: Optional[str], run_dir: Optional[str]) -
 def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Optional[str] = None,
                        model_name: Optional[str] = None, problem_name: Optional[str] = None,
                        data_dir: Optional[str] = None, hparams_set: Optional[str] = None,
-                       hparams_overrides: str = "") -> TrainedModel:
+                       hparams_overrides: str = "", problem_options_text: str = "") -> TrainedModel:
     """Builds a registered model as it was trained and restores its weights.
 
     Model, problem, data directory and hparams default to what the run
@@ -173,6 +173,8 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
         model_name, problem_name, data_dir: registered names and the data
             directory, when not (or not only) taken from the run.
         hparams_set, hparams_overrides: `--hparams_set` and `--hparams`.
+        problem_options_text: `--problem_options`; the problem takes the
+            options its data was generated with, which these must match.
 
     Raises:
         CheckpointError: no checkpoint, or one that does not fit.
@@ -197,7 +199,7 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
         requested = None
     hparams = run_directory.reconcile_hparams(run_dir, saved, requested)
 
-    problem = registry.problem(problem_name)
+    problem = problem_options.problem_for_data(problem_name, data_dir, problem_options_text)
     problem.load_vocabularies(data_dir)
     model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
     restore_model(model, checkpoint)

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Optional, Union
 
-from syntax_t2t.parsing.parser import Parser, ParserSpecError
+from syntax_t2t.parsing.parser import Parser, ParserModelNotFoundError, ParserSpecError
 
 SPACY, STANZA = "spacy", "stanza"
 FORMATS = "spacy:MODEL or stanza:LANG[:MODEL_DIR]"
@@ -84,5 +84,13 @@ def load_parser(spec: Union[str, ParserSpec], pretokenized: bool = False,
     if spec.library == SPACY:
         from syntax_t2t.parsing.spacy_adapter import SpacyParser
         return SpacyParser.load(spec.model, **options)
-    from syntax_t2t.parsing.stanza_adapter import StanzaParser
+    try:
+        from syntax_t2t.parsing.stanza_adapter import StanzaParser
+    except ModuleNotFoundError as error:
+        if error.name not in ("stanza", "torch"):
+            raise
+        raise ParserModelNotFoundError(
+            f"--parser={spec.library}:{spec.model}: stanza (with PyTorch) is not installed; it "
+            f"is the optional extra `stanza`: pip install -e '.[stanza]' (README, Set-up: the "
+            f"CPU or the CUDA build of torch)") from error
     return StanzaParser(spec.model, spec.model_dir, pretokenized=pretokenized, **options)

@@ -16,6 +16,10 @@ import tensorflow as tf
 DISTRIBUTIONS = ("auto", "none", "mirrored", "multi_worker")
 
 
+class DistributionError(ValueError):
+    """A strategy this host cannot provide."""
+
+
 def cluster_size(environ=None):
     """The number of tasks `TF_CONFIG` names (1 when it is unset).
 
@@ -45,17 +49,20 @@ def _mirrored_devices():
     return [device.name for device in devices]
 
 
-def make_strategy(choice):
+def make_strategy(choice, num_devices=None):
     """The strategy for a `--distribution` value.
 
     Args:
         choice: one of `DISTRIBUTIONS`.
+        num_devices: with "mirrored", mirror over only the first this many
+            devices (T2T's `--worker_gpu`); default all.
 
     Returns:
         A `tf.distribute.Strategy`.
 
     Raises:
         ValueError: unknown `choice`.
+        DistributionError: fewer devices than `num_devices`.
     """
     if choice not in DISTRIBUTIONS:
         raise ValueError(f"--distribution={choice!r}: expected one of {', '.join(DISTRIBUTIONS)}")
@@ -69,7 +76,13 @@ def make_strategy(choice):
     if choice == "multi_worker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if choice == "mirrored":
-        return tf.distribute.MirroredStrategy(devices=_mirrored_devices())
+        devices = _mirrored_devices()
+        if num_devices is not None:
+            if num_devices > len(devices):
+                raise DistributionError(f"{num_devices} devices asked for (--worker_gpu), but this host "
+                                 f"has {len(devices)}: {', '.join(devices)}")
+            devices = devices[:num_devices]
+        return tf.distribute.MirroredStrategy(devices=devices)
     return tf.distribute.get_strategy()
 
 

@@ -3,14 +3,19 @@
 `hparams.json` holds the run's hyper-parameters (`HParams.to_json`) and
 `flags.txt` the flags it was started with, one `--name=value` per line (an
 absl flagfile: `bin/train --flagfile=<output_dir>/flags.txt` repeats the
-run). A resumed run reloads both: it refuses to continue a different model or
+run). `environment.json` lists, for each start of the run (resumes
+included), the Python and package versions and the git commit of the code. A resumed run reloads both: it refuses to continue a different model or
 problem, and reports every hyper-parameter that the new command line would
 change instead of silently building a different network.
 """
 
+import datetime
 import glob
+import importlib.metadata
 import json
 import os
+import platform
+import subprocess
 
 from absl import logging
 
@@ -21,6 +26,15 @@ from syntax_t2t.training import checkpoints
 
 HPARAMS_FILE = "hparams.json"
 FLAGS_FILE = "flags.txt"
+ENVIRONMENT_FILE = "environment.json"
+# Distributions whose versions change what a run computes.
+RECORDED_PACKAGES = ("syntax_t2t", "tensorflow", "tensorflow-text", "keras", "numpy", "absl-py",
+                     "sacrebleu", "spacy", "stanza", "torch", "sentencepiece")
+
+# Parameters the sets gained after runs were saved, with the value that trains
+# as those runs did: a saved run without one takes it, so resuming with its
+# original command still matches.
+ADDED_PARAMETERS = {"update_freq": 1}
 
 
 class RunDirectoryError(ValueError):
@@ -85,6 +99,50 @@ def write_run_files(output_dir, hparams, flag_lines):
     os.makedirs(output_dir, exist_ok=True)
     atomic_write_text(hparams_path(output_dir), hparams.to_json() + "\n")
     atomic_write_text(flags_path(output_dir), "".join(f"{line}\n" for line in flag_lines))
+    record_environment(output_dir)
+
+
+def environment():
+    """The Python and package versions (None: not installed) and the code's git commit."""
+    versions = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "packages": versions, "git": _git_state()}
+
+
+def _git_state():
+    """`{"commit", "modified"}` of the checkout holding this code, or None outside one."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def git(*args):
+        return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        modified = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "modified": modified}
+
+
+def record_environment(output_dir):
+    """Appends this start's `environment()` to the run's `environment.json`."""
+    path = os.path.join(output_dir, ENVIRONMENT_FILE)
+    starts = []
+    if os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as file:
+                starts = json.load(file)
+        except json.JSONDecodeError as error:
+            raise InputError(path, error.lineno, f"not the run's environment record ({error.msg}); "
+                             f"move it away to start a new one") from error
+    atomic_write_text(path, json.dumps(starts + [environment()], indent=2) + "\n")
 
 
 def _holds_checkpoint(output_dir):
@@ -155,6 +213,12 @@ def reconcile_hparams(output_dir, saved, requested):
         return requested
     if requested is None:
         return saved
+    added = {name: value for name, value in ADDED_PARAMETERS.items()
+             if name in requested and name not in saved}
+    if added:
+        saved = saved.copy()
+        for name, value in added.items():
+            saved.define(name, value)
     differences = saved.differences(requested)
     if differences and not _holds_checkpoint(output_dir):
         logging.warning("--output_dir=%s holds no checkpoint: replacing its saved hparams (%s)",

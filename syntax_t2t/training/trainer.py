@@ -18,7 +18,9 @@ batch and calls the step; it reads values back every `log_step_count_steps`
 steps. Reported throughput leaves out the time spent saving and evaluating.
 
 `train_steps` is the global step to stop at, as in T2T: a run resumed at step
-k trains `train_steps - k` more steps.
+k trains `train_steps - k` more steps. With the hparam `update_freq=K` a step
+is K calls of the compiled function, one per batch, whose gradients
+`accumulation.py` sums into one update.
 
 Faults:
 
@@ -41,8 +43,8 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from syntax_t2t.training import (checkpoints, distribution, metrics, nonfinite, optimizers,
-                                 precision, progress)
+from syntax_t2t.training import (accumulation, checkpoints, distribution, metrics, nonfinite,
+                                 optimizers, precision, progress)
 from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
 
 
@@ -104,6 +106,7 @@ class Trainer:
         self._sums = None
         self._train_step = None
         self._eval_step = None
+        self._accumulator = None  # with update_freq > 1 (accumulation.py), made by `build`
         self._xla_functions = {}
 
     # Building ------------------------------------------------------------
@@ -154,6 +157,8 @@ class Trainer:
             diagnostics = self._diagnostics(batch, outputs, losses)
             self._diagnostic_names = tuple(sorted(diagnostics))
             self.optimizer.build(self.model.trainable_variables)
+            self._accumulator = accumulation.make_accumulator(self.hparams,
+                                                              self.model.trainable_variables)
             # Running sums of the current reporting interval; not checkpointed.
             self._sums = {name: tf.Variable(0.0, trainable=False, name=f"sum_{name}")
                           for name in tuple(sorted(losses)) + self._diagnostic_names
@@ -189,14 +194,20 @@ class Trainer:
     def _replica_train_step(self, batch):
         report, gradients = self._replica_compiled(self._losses_and_gradients)(batch)
         finite = nonfinite.all_finite(report["total"], gradients, self.optimizer)
+        apply = finite
+        if self._accumulator is not None:
+            gradients = self._accumulator.add(gradients, report["tokens"], finite)
+            completes = self._accumulator.completes_update()
+            apply = tf.logical_and(completes, self._accumulator.has_tokens())
         if self.hparams.clip_grad_norm > 0:
             gradients = optimizers.clip_by_global_norm(
                 gradients, self.hparams.clip_grad_norm, self.optimizer)
-        apply = finite
         if not self.skip_nonfinite_batches:
             # After a non-finite step nothing is applied until the loop stops.
-            apply = tf.logical_and(finite, self._nonfinite_step < 0)
+            apply = tf.logical_and(apply, tf.logical_and(finite, self._nonfinite_step < 0))
         nonfinite.apply_if(apply, self.optimizer, gradients, self.model.trainable_variables)
+        if self._accumulator is not None:
+            self._accumulator.reset_if(completes)
         report["finite"] = tf.cast(finite, tf.float32)
         return report
 
@@ -210,13 +221,20 @@ class Trainer:
             self._sums[name].assign_add(tf.where(finite, mean, 0.0))
         tokens = self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica["tokens"], axis=None)
         self._sums["tokens"].assign_add(tokens)
-        self._sums["steps"].assign_add(1.0)
+        self._sums["steps"].assign_add(1.0 / self._update_freq)
         self._sums["finite_steps"].assign_add(tf.cast(finite, tf.float32))
         first_nonfinite = tf.logical_and(tf.logical_not(finite), self._nonfinite_step < 0)
         self._nonfinite_step.assign(
             tf.where(first_nonfinite, self.global_step + 1, self._nonfinite_step))
         self._nonfinite_batches.assign_add(tf.cast(tf.logical_not(finite), tf.int64))
-        self.global_step.assign_add(1)
+        if self._accumulator is None:
+            self.global_step.assign_add(1)
+        else:
+            self.global_step.assign_add(tf.cast(self._accumulator.advance(), tf.int64))
+
+    @property
+    def _update_freq(self):
+        return 1 if self._accumulator is None else self._accumulator.update_freq
 
     def _eval_counts(self, batch):
         """One replica's losses and metric counts."""
@@ -467,7 +485,9 @@ class Trainer:
                 while step < train_steps:
                     if stop.received is not None:
                         self._stop_on_signal(stop.received, step, saved_step)
-                    self._train_step(batch)
+                    for batch in accumulation.batches_of_one_update(batch, iterator,
+                                                                    self._update_freq):
+                        self._train_step(batch)
                     step += 1
                     last = step == train_steps
                     if step % self.log_step_count_steps == 0 or last:

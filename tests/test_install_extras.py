@@ -1,0 +1,35 @@
+"""stanza (and with it PyTorch) is an optional extra, which the test extras include."""
+
+import configparser
+import sys
+from pathlib import Path
+
+import pytest
+
+from syntax_t2t.parsing import parser_spec
+from syntax_t2t.parsing.parser import ParserModelNotFoundError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def requirement_names(text):
+    return {line.split(">")[0].split("=")[0].split("<")[0].strip().lower()
+            for line in text.splitlines() if line.strip() and not line.strip().startswith("#")}
+
+
+def test_stanza_and_torch_are_extras_the_tests_include():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    required = requirement_names(config["options"]["install_requires"])
+    extras = config["options.extras_require"]
+    assert not {"stanza", "torch"} & required
+    assert "stanza" in requirement_names(extras["stanza"])
+    assert "stanza" in requirement_names(extras["test"])
+
+
+def test_a_stanza_parser_without_stanza_says_how_to_install_it(monkeypatch):
+    # None in sys.modules makes `import stanza` raise ModuleNotFoundError.
+    monkeypatch.setitem(sys.modules, "stanza", None)
+    monkeypatch.delitem(sys.modules, "syntax_t2t.parsing.stanza_adapter", raising=False)
+    with pytest.raises(ParserModelNotFoundError, match=r"pip install -e '\.\[stanza\]'"):
+        parser_spec.load_parser("stanza:cs")
