@@ -48,6 +48,7 @@ DESCRIPTIONS = {
     # Relative positions and label biases.
     "max_relative_position": "Clip of relative positions (Shaw et al.); 0 = none.",
     "relative_value_bias": "Add relative/label embeddings to the values too, not only the keys.",
+    "tree_value_bias": "Add the tree labels' embeddings to the values too, not only the keys.",
     "max_tree_distance": "Clip of TreeDistance labels (thesis 3.1.2).",
     "max_traversal_length": "Longest TreeTraversal path label (thesis 3.1.3).",
     # Specialised and parse heads.
@@ -57,6 +58,9 @@ DESCRIPTIONS = {
     "parse_layer": "Encoder layer of the parse head.",
     "parse_head": "Index of the parse head in parse_layer.",
     "parse_loss_weight": "Weight of the parse loss added to the translation loss.",
+    "parse_loss": "Parse loss form: logits (CE of the head's attention) or attention (the "
+                  "thesis code's).",
+    "parse_label_smoothing": "Parse-loss label smoothing; None = 0 for logits, 0.1 for attention.",
     # Pascal, SISA, Sennrich and Haddow.
     "source_word_positions": "Read word boundaries of subword problems from src_word_position.",
     "pascal_layer": "Encoder layer of Pascal's heads.",
@@ -80,6 +84,9 @@ DESCRIPTIONS = {
     "mgsa_interaction": "Phrase interaction: none, lstm or on_lstm.",
     "mgsa_chunk_size": "ON-LSTM neurons per master-gate value.",
     "mgsa_tag_loss_weight": "Weight of MG-SA's phrase-tag loss; 0 = no supervision.",
+    "mgsa_tag_loss_reduction": "L_tag summed per target token (sum, the paper's) or a mean.",
+    "mgsa_dependency_phrases": "Dependency phrases: right_first (the paper's Figure 1) or "
+                               "projection (flat).",
     "nsd_side": "Where NSD's syntactic distances are used: source, target or both.",
     "nsd_distance": "Distance kind: lca_height, common_ancestors, relative or dependency.",
     "nsd_max_distance": "Distances clipped at +-k.",
@@ -90,6 +97,8 @@ DESCRIPTIONS = {
     "nsd_output": "Predict the distances from the encoder or decoder states.",
     "nsd_distance_loss": "With nsd_output: add the distance loss L_dist.",
     "nsd_loss_weight": "Weight of NSD's distance losses.",
+    "nsd_distance_loss_reduction": "L_dist summed per target token (sum) or averaged (mean).",
+    "nsd_entropy_loss_reduction": "L_ent_dist summed per target token (sum) or averaged (mean).",
 }
 
 
