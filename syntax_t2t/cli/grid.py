@@ -8,7 +8,8 @@ finished (resuming interrupted runs from their newest checkpoint), decodes
 its test sets with the chosen checkpoint, scores them, and writes
 `G/results.md`, `G/results.json` and plots (`syntax_t2t/grid/`). Running the
 same command again redoes nothing that finished. `--systems` and `--seeds`
-restrict the runs; `--num_tasks=N --task_id=I` gives this process every N-th
+restrict the runs; `--problem_options` must match the data's (as for
+bin/train) and is passed on to every program; `--num_tasks=N --task_id=I` gives this process every N-th
 run, so that N machines (or GPUs) sharing `G` split the grid; each task
 writes the report of whatever has finished so far (`--report_only` just
 writes it).
@@ -25,7 +26,7 @@ import sys
 
 from absl import flags, logging
 
-from syntax_t2t import registry
+from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import report, runner
@@ -79,15 +80,19 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("experiment", "output_dir", "data_dir")
     experiment = registry.experiment(FLAGS.experiment)
-    problem = registry.problem(experiment.problem)
+    # The problem as its data was generated (bin/datagen records its options).
+    problem = problem_options.problem_for_data(experiment.problem, FLAGS.data_dir,
+                                               FLAGS.problem_options)
     problem.filepaths(FLAGS.data_dir, "train")  # names the datagen command when data is missing
     experiment_lib.check(experiment, FLAGS.experiment, problem.vocab_sizes(FLAGS.data_dir))
     try:
         seeds = [int(seed) for seed in FLAGS.seeds]
     except ValueError:
         raise common.UsageError(f"--seeds={','.join(FLAGS.seeds)}: seeds are integers") from None
+    passed_on = [f"--{name}={getattr(FLAGS, name)}" for name in ("usr_dir", "problem_options")
+                 if getattr(FLAGS, name)]
     grid_runner = runner.GridRunner(experiment, FLAGS.experiment, FLAGS.output_dir, _paths(),
-                                    [f"--usr_dir={FLAGS.usr_dir}"] if FLAGS.usr_dir else [])
+                                    passed_on)
     _check_files(grid_runner)
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
