@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import gzip
 import io
+import json
 import os
 import re
 import shutil
@@ -353,3 +354,20 @@ def atomic_write_text(path: PathLike, text: str, encoding: str = "utf-8") -> Non
         data = gzip.compress(data, mtime=0)
     with atomic_write(path, "wb") as stream:
         stream.write(data)
+
+
+def read_json(path: PathLike, default=None, remedy: str = ""):
+    """A JSON file's value, or `default` when the file does not exist.
+
+    Raises:
+        InputError: the file is not valid JSON (naming its line), with
+            `remedy` (what the user can do) appended.
+    """
+    if not os.path.exists(path):
+        return default
+    with open(path, encoding="utf-8") as stream:
+        try:
+            return json.load(stream)
+        except json.JSONDecodeError as error:
+            raise InputError(path, error.lineno, f"not valid JSON ({error.msg})"
+                             + (f"; {remedy}" if remedy else ""), reason="bad JSON") from None

@@ -103,14 +103,7 @@ def share(runs, num_tasks, task_id):
 
 
 def read_json(path, default=None):
-    if not os.path.exists(path):
-        return default
-    with open(path, encoding="utf-8") as stream:
-        try:
-            return json.load(stream)
-        except json.JSONDecodeError as error:
-            raise GridError(f"{path}: not valid JSON ({error}); delete it to redo that "
-                            f"stage") from None
+    return io_utils.read_json(path, default, "delete it to redo that stage")
 
 
 def write_json(path, value):
@@ -202,6 +195,7 @@ class GridRunner:
                             f"with status {result.returncode}; see {log_path}")
 
     def train(self, run, state):
+        """bin/train of the run: starts it, or resumes it from its newest checkpoint."""
         experiment = self.experiment
         system = run.system
         command = tool_command("train") + [
@@ -290,33 +284,25 @@ class GridRunner:
     def execute(self, run):
         """Does every stage of `run` that is not done yet."""
         state = self.claim(run)
-        done = state.setdefault("done", {})
-        if not done.get("train"):
-            logging.info("%s: training (resumes from its newest checkpoint)", run.name)
-            self.train(run, state)
-            done["train"] = True
-            self._save_state(run, state)
-        if self.experiment.checkpoint == "average" and not done.get("average"):
-            self.average(run)
-            done["average"] = True
-            self._save_state(run, state)
+        state.setdefault("done", {})
+        self._stage(run, state, "train", lambda: self.train(run, state))
+        if self.experiment.checkpoint == "average":
+            self._stage(run, state, "average", lambda: self.average(run))
         for test in self.experiment.translation_tests:
-            key = f"decode:{test.name}"
-            if not done.get(key):
-                self.decode_test(run, test)
-                done[key] = True
-                self._save_state(run, state)
+            self._stage(run, state, f"decode:{test.name}", lambda: self.decode_test(run, test))
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
-                key = f"parse:{test.name}"
-                if not done.get(key):
-                    self.parse_test(run, test)
-                    done[key] = True
-                    self._save_state(run, state)
-        if not done.get("score"):
-            write_json(os.path.join(run.directory, SCORES_FILE), self.score(run, state))
-            done["score"] = True
-            self._save_state(run, state)
+                self._stage(run, state, f"parse:{test.name}", lambda: self.parse_test(run, test))
+        self._stage(run, state, "score", lambda: write_json(
+            os.path.join(run.directory, SCORES_FILE), self.score(run, state)))
+
+    def _stage(self, run, state, key, action):
+        """Runs `action` unless stage `key` is done; marks it done once it succeeded."""
+        if state["done"].get(key):
+            return
+        action()
+        state["done"][key] = True
+        self._save_state(run, state)
 
     # Scores ------------------------------------------------------------------
 

@@ -46,15 +46,9 @@ def improved(value, best, higher_is_better, min_delta=0.0):
 
 def read_history(output_dir):
     """The run's validation state: `{"evaluations": [...], "best": {...}|None, "stopped_early": step|None}`."""
-    path = os.path.join(output_dir, HISTORY_FILE)
-    if not os.path.exists(path):
-        return {"evaluations": [], "best": None, "stopped_early": None}
-    with open(path, encoding="utf-8") as stream:
-        try:
-            return json.load(stream)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not the JSON validation history bin/train writes "
-                             f"({error}); delete it to start the history again") from None
+    empty = {"evaluations": [], "best": None, "stopped_early": None}
+    return io_utils.read_json(os.path.join(output_dir, HISTORY_FILE), empty,
+                              "delete it to start the history again")
 
 
 class Validation:
