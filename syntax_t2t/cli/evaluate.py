@@ -34,7 +34,7 @@ import os
 from absl import flags
 
 from syntax_t2t import io_utils
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, scoring_flags
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation import attachment, ribes, translation
 from syntax_t2t.evaluation.report import format_table, write_json
@@ -53,11 +53,6 @@ flags.DEFINE_list("diagonal_parses", [], "Predicted diagonal parses (CoNLL-U) to
 flags.DEFINE_string("json_output", None, "Also write the scores to this JSON file.")
 flags.DEFINE_bool("ribes", False, "Also score RIBES (word order; the Pascal and Tree2Seq papers' "
                   "metric for English-Japanese) on the tokens of --tokenize.")
-flags.DEFINE_enum("tokenize", translation.DEFAULT_TOKENIZE, translation.TOKENIZERS,
-                  "sacreBLEU's tokenizer for BLEU and RIBES: 13a (its default), intl, zh, char "
-                  "(character-level, NSD's Chinese/Japanese), ja-mecab (Japanese morphemes; "
-                  "pip install 'syntax_t2t[ja]'), none.")
-flags.DEFINE_bool("lowercase", False, "Case-insensitive BLEU, chrF and RIBES (NSD's English BLEU).")
 
 
 def _system_names(paths, names):
@@ -147,10 +142,7 @@ def main(argv):
     if FLAGS.json_output:
         io_utils.check_output_path(FLAGS.json_output, "--json_output")
     if FLAGS.hypotheses:
-        try:
-            translation.check_tokenizer(FLAGS.tokenize)
-        except translation.TokenizerError as error:
-            raise common.UsageError(f"--tokenize={FLAGS.tokenize}: {error}") from None
+        scoring_flags.checked_tokenize()
     # sacreBLEU reports every step of its bootstrap at INFO level.
     python_logging.getLogger("sacrebleu").setLevel(python_logging.WARNING)
     report, sections = {}, []
