@@ -28,7 +28,9 @@ Every set reads word boundaries from `src_word_position`
 
 Tables 5 and 7 vary one setting: `--hparams=parent_ignoring=0` (Table 5
 without parent ignoring), `--hparams=pascal_layer=<0..5>` (Table 7a),
-`--hparams=pascal_variance=<1,4,9,16,25>` (Table 7b).
+`--hparams=pascal_variance=<1,4,9,16,25>` (Table 7b), and Table 7b's
+"parent-only" row is `pascal_weighting=parent_only`, registered for its two
+corpora as `pascal_nc11_en_de_parent_only` and `pascal_nc11_de_en_parent_only`.
 """
 
 from hparams.transformer import transformer_base
@@ -93,3 +95,19 @@ def pascal_wmt17_en_de():
 def pascal_wat_en_ja():
     """Table 2, WAT En-Ja: beta_2 0.997, 7 Pascal heads, q = 0."""
     return _pascal_set(0.997, 7, 0.0, small=False)
+
+
+@registry.register_hparams
+def pascal_nc11_en_de_parent_only():
+    """Table 7b, "parent-only" on NC11 En-De: D is 1 on the parent word's subwords, else 0."""
+    hparams = pascal_nc11_en_de()
+    hparams.set("pascal_weighting", "parent_only")
+    return hparams
+
+
+@registry.register_hparams
+def pascal_nc11_de_en_parent_only():
+    """Table 7b, "parent-only" on NC11 De-En: D is 1 on the parent word's subwords, else 0."""
+    hparams = pascal_nc11_de_en()
+    hparams.set("pascal_weighting", "parent_only")
+    return hparams

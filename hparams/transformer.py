@@ -73,6 +73,9 @@ def transformer_base():
         pascal_layer=0,
         pascal_heads=2,  # Table 2: 2 to 8 of 8
         pascal_variance=1.0,  # sigma^2 (Table 7b)
+        # "gaussian" (eq. 6) or "parent_only" (Table 7b: D is 1 on the parent
+        # word's subwords, 0 elsewhere; layers/parent_scaling.py).
+        pascal_weighting="gaussian",
         parent_ignoring=0.0,  # q: a row of D is set to 1 with probability q (training)
         # SISA (Strubell et al. 2018): a bi-affine head supervised with parents.
         sisa_layer=0,

@@ -18,6 +18,14 @@ words).
 `--hparams=softmax=full` trains with the full softmax (Table 3's
 "Softmax" row), `tree_binarization=right` or `left` binarises phrases
 without heads.
+
+Table 3's baseline, the sequential attentional model (`--model=anmt`,
+`models/anmt.py`), reads the same sets; `reverse_source=true` reverses its
+input words. `anmt_small` and `anmt_small_reversed` are its rows at K = 500,
+`--hparams=blackout_samples=2000` the rows at K = 2,000:
+
+    bin/train --problem=pud_syntax_cs_en --model=anmt \\
+        --hparams_set=anmt_small_reversed --output_dir=runs/anmt_reversed
 """
 
 from syntax_t2t import registry
@@ -33,6 +41,7 @@ def tree2seq_base():
         hidden_size=512,
         num_encoder_layers=1,  # stacked sequential LSTMs; the paper has one
         tree_binarization="head",  # "head", "right" or "left" (syntax_t2t.data.binary_tree)
+        reverse_source=False,  # anmt only: read the source words in reverse order
         # Output layer: "blackout" in training (full softmax at inference) or "full".
         softmax="blackout",
         blackout_samples=2500,
@@ -72,4 +81,18 @@ def tree2seq_tiny():
     hparams = tree2seq_base()
     hparams.override(dict(embedding_size=32, hidden_size=32, blackout_samples=64,
                           batch_size=512, max_length=32))
+    return hparams
+
+
+@registry.register_hparams
+def anmt_small():
+    """Table 3's ANMT baseline (`--model=anmt`) on the small data: tree2seq_small's sizes, K = 500."""
+    return tree2seq_small()
+
+
+@registry.register_hparams
+def anmt_small_reversed():
+    """Table 3's "+ reverse input" row: anmt_small reading the source words in reverse order."""
+    hparams = anmt_small()
+    hparams.set("reverse_source", True)
     return hparams

@@ -161,12 +161,13 @@ def test_interleaved_runs_every_runner_once_per_round_in_shuffled_orders():
 
 def test_own_hparams_sets_follow_the_size_of_the_run_set():
     registry.import_all()
-    assert training_throughput.own_hparams_sets("transformer_tiny") == {"tree2seq": "tree2seq_tiny"}
+    assert training_throughput.own_hparams_sets("transformer_tiny") == {
+        "tree2seq": "tree2seq_tiny", "anmt": "tree2seq_tiny"}
     assert training_throughput.own_hparams_sets("transformer_small") == {
-        "tree2seq": "tree2seq_small"}
+        "tree2seq": "tree2seq_small", "anmt": "tree2seq_small"}
     # No size in the name: the family's base set.
     assert training_throughput.own_hparams_sets("transformer_relative") == {
-        "tree2seq": "tree2seq_base"}
+        "tree2seq": "tree2seq_base", "anmt": "tree2seq_base"}
     cases = {case.label: case for case in training_throughput.default_cases(
         ["tree2seq", "tree_distance"], {"tree2seq": "tree2seq_tiny"})}
     assert set(cases) == {"transformer", "tree2seq", "tree_distance", "transformer+relative",

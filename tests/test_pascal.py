@@ -347,3 +347,109 @@ def test_table_2_settings(name, beta2, heads, q, dropout):
     rates = [float(schedule(step)) for step in (3999, 7999, 15999)]
     assert rates[1] == pytest.approx(0.0007, rel=1e-6)
     assert rates[0] == pytest.approx(0.00035, rel=1e-5) and rates[2] < rates[1]
+
+
+# ---------------------------------------------------------------------------
+# Table 7b's "parent-only" weighting: D is 1 on the parent word's subwords.
+
+
+def test_parent_spans_worked_example():
+    # The sentence of test_parent_positions_worked_example: subwords
+    # The mon ##k ##ey eats a ban ##ana, then <EOS> and padding.
+    word_index = [0, 1, 1, 1, 2, 3, 4, 4]
+    subword_heads = subword_syntax.first_subword_heads(word_index, [2, 3, 0, 5, 3])
+    batch_heads = tf.constant([list(subword_heads) + [-1, -1]])
+    words = tf.constant([[w + 1 for w in word_index] + [0, 0]])
+    spans = parent_scaling.parent_spans(batch_heads, words).numpy()[0]
+    # The -> monkey (1-3); monkey's pieces and banana's -> eats (4); eats is
+    # the root: its own word; a -> banana (6-7); <EOS>, padding: themselves.
+    assert spans.tolist() == [[1, 3], [4, 4], [4, 4], [4, 4], [4, 4], [6, 7], [4, 4], [4, 4],
+                              [8, 8], [9, 9]]
+    weights = parent_scaling.parent_only_weights(spans[None], 10).numpy()[0]
+    assert weights[0].tolist() == [0, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+    assert weights[5].tolist() == [0, 0, 0, 0, 0, 0, 1, 1, 0, 0]
+    assert weights[8].tolist() == [0] * 8 + [1, 0]
+
+
+def naive_parent_only_probs(layer, x, length, spans, scaled_heads):
+    """softmax(S * D) per head with D[t, j] = 1 inside the parent word's span, for one sentence."""
+    w = weights_of(layer)
+    probs = np.zeros((H, length, length))
+    for h in range(H):
+        scores = (x[:length] @ w["query_kernel"][:, h]) @ (x[:length] @ w["key_kernel"][:, h]).T
+        scores /= math.sqrt(D_K)
+        if h in scaled_heads:
+            for t in range(length):
+                for j in range(length):
+                    scores[t, j] *= 1.0 if spans[t][0] <= j <= spans[t][1] else 0.0
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        probs[h] = e / e.sum(-1, keepdims=True)
+    return probs
+
+
+def test_parent_only_heads_equal_the_naive_computation(rng):
+    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_weighting="parent_only")
+    x, ids, _ = batch_of_different_lengths(rng)
+    spans = np.zeros(ids.shape + (2,), np.float32)
+    for row, length in enumerate(LENGTHS):
+        first = rng.integers(0, length - 1, length)
+        spans[row, :length] = np.stack([first, np.minimum(first + rng.integers(0, 2, length),
+                                                          length - 1)], -1)
+        spans[row, length:] = np.arange(length, ids.shape[1])[:, None]
+    _, details = layer(x, attention_mask=masks.key_padding_mask(ids), parents=spans, return_probs=True)
+    for row, length in enumerate(LENGTHS):
+        expected = naive_parent_only_probs(layer, x[row], length, spans[row], SCALED)
+        np.testing.assert_allclose(details["probs"][row, :, :length, :length], expected,
+                                   rtol=1e-4, atol=1e-6)
+    # The Gaussian on the same weights differs: the option is not ignored.
+    gaussian = make_layer(rng, parent_scaled_heads=SCALED)
+    gaussian.set_weights(layer.get_weights())
+    _, other = gaussian(x, attention_mask=masks.key_padding_mask(ids), parents=spans, return_probs=True)
+    assert not np.allclose(other["probs"][:, SCALED[0]], details["probs"][:, SCALED[0]], atol=1e-4)
+    config = layer.get_config()
+    assert MultiHeadAttention.from_config(config).parent_weighting == "parent_only"
+
+
+def test_parent_only_needs_spans_and_a_known_weighting(rng):
+    layer = make_layer(rng, parent_scaled_heads=[0], parent_weighting="parent_only")
+    with pytest.raises(ValueError, match="parent_only weighting needs the spans"):
+        layer(np.zeros((1, 3, WIDTH), np.float32), parents=np.zeros((1, 3), np.float32))
+    with pytest.raises(ValueError, match="parent_weighting must be one of gaussian, parent_only"):
+        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_weighting="uniform")
+    with pytest.raises(HParamsError, match="pascal_weighting='uniform'"):
+        registry.model("pascal")(tiny_hparams("pascal_weighting=uniform"), VOCAB_SIZES)
+
+
+@pytest.mark.parametrize("name,base", [("pascal_nc11_en_de_parent_only", "pascal_nc11_en_de"),
+                                       ("pascal_nc11_de_en_parent_only", "pascal_nc11_de_en")])
+def test_parent_only_sets_change_only_the_weighting(name, base):
+    parent_only, gaussian = registry.hparams(name), registry.hparams(base)
+    assert (parent_only.pascal_weighting, gaussian.pascal_weighting) == ("parent_only", "gaussian")
+    parent_only.set("pascal_weighting", "gaussian")
+    assert parent_only.to_json() == gaussian.to_json()
+
+
+def test_the_parent_only_model_scales_by_parent_words_and_decodes():
+    model = registry.model("pascal")(
+        tiny_hparams("pascal_weighting=parent_only,source_word_positions=true,pascal_heads=1"),
+        VOCAB_SIZES)
+    assert model.encoder_layers[0].self_attention.parent_weighting == "parent_only"
+    features = dict(model_batch(), src_word_position=tf.constant(
+        [[1, 2, 2, 3, 0, 0], [1, 1, 0, 0, 0, 0]]))
+    features["src_heads"] = tf.constant([[2, 0, 0, 2, -1, -1], [0, 0, -1, -1, -1, -1]])
+    spans = model.source_parents(features, model.source_ids(features)).numpy()
+    np.testing.assert_array_equal(spans[0, :, 0], [1, 1, 1, 1, 4, 5])
+    np.testing.assert_array_equal(spans[0, :, 1], [2, 2, 2, 2, 4, 5])
+    # A head whose parent is word 2 (subwords 1-2) moved to word 3: only head 0 changes.
+    first = model(features, return_attention=True)["attention"][0]
+    moved = dict(features, src_heads=tf.constant([[4, 0, 0, 2, -1, -1], [0, 0, -1, -1, -1, -1]]))
+    second = model(moved, return_attention=True)["attention"][0]
+    assert not np.allclose(first[:, 0], second[:, 0])
+    np.testing.assert_allclose(first[:, 1:], second[:, 1:], rtol=1e-5, atol=1e-6)
+    full = model(features)["logits"].numpy()
+    memory = model.decoder_memory(model.encode({k: features[k] for k in model.decode_features}))
+    cache, previous = model.initial_decoder_cache(2, 4), tf.zeros([2], tf.int32)
+    for step in range(4):
+        logits, cache = model.decode_step(previous, step, cache, memory)
+        np.testing.assert_allclose(logits, full[:, step], rtol=1e-4, atol=1e-4)
+        previous = features["targets"][:, step]

@@ -41,7 +41,7 @@ RELATIVE_OVERRIDES = {"max_relative_position": 20, "position_encoding": "none",
 RELATIVE_SUFFIX = "+relative"
 #: Models whose hparams the transformer sets lack: `{model: family}`; the
 #: model is timed with `<family>_<size>`, the size that of the run's set.
-OWN_HPARAMS_FAMILIES = {"tree2seq": "tree2seq"}
+OWN_HPARAMS_FAMILIES = {"tree2seq": "tree2seq", "anmt": "tree2seq"}
 #: Sizes a set name can end in; any other set maps to `<family>_base`.
 SIZES = ("tiny", "small", "base")
 

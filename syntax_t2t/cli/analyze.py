@@ -5,6 +5,8 @@
     bin/analyze --analysis_dir=analysis/compare --length_source_file=test.src.conllu \\
         --length_references=test.ref.txt --length_baseline=transformer.txt \\
         --length_system=dep_parse.txt
+    bin/analyze --analysis_dir=analysis/ngrams --ngram_references=dev.ref.txt \\
+        --ngram_baseline=transformer.txt --ngram_systems=mg_ngram.txt,mg_syn.txt,mgsa.txt
 
 Attention (needs a trained model, restored as `bin/decode` does, and
 `--analyze_from_file` in any `bin/decode` input format), over the first
@@ -21,6 +23,12 @@ Source length (no model needed): `bleu_by_source_length.png`, the BLEU
 difference of two systems per source-length bucket (Bugliarello & Okazaki
 2020, Figure 3).
 
+N-gram precision (no model needed): with `--ngram_references`,
+`--ngram_baseline` and `--ngram_systems` (one or more), each system's corpus
+n-gram precision of orders 1..`--ngram_max_order` and its change over the
+baseline's, `ngram_precision_changes.png` (Hao et al. 2019, Figure 2), on
+the tokens of `--tokenize` / `--lowercase` (as `bin/evaluate`).
+
 MG-SA phrase levels (no model needed): with `--phrase_levels_from` (a
 CoNLL-U file), the mean number of phrases at levels 1..`--phrase_levels` of
 the phrase structures derived from its trees by each rule of
@@ -35,13 +43,13 @@ import sys
 import numpy as np
 from absl import flags
 
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, scoring_flags
 from syntax_t2t.data import dependency_phrases
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
 from syntax_t2t.errors import InputError
-from syntax_t2t.evaluation import attention, length_buckets, plots, translation
+from syntax_t2t.evaluation import attention, length_buckets, ngram_precision, plots, translation
 from syntax_t2t.evaluation.report import write_json
 from syntax_t2t.training import run_directory
 
@@ -71,8 +79,17 @@ flags.DEFINE_string("phrase_levels_from", None,
                     "CoNLL-U trees whose MG-SA phrase levels are counted, per dependency rule.")
 flags.DEFINE_integer("phrase_levels", 3, "Levels counted with --phrase_levels_from (MG-SA: 3).",
                      lower_bound=1)
+flags.DEFINE_string("ngram_references", None, "References, for the n-gram precision changes.")
+flags.DEFINE_string("ngram_baseline", None, "Baseline translations, for the n-gram precision changes.")
+flags.DEFINE_list("ngram_systems", [], "Translations compared with --ngram_baseline by n-gram precision.")
+flags.DEFINE_list("ngram_names", [], "Names of the baseline and of each --ngram_systems "
+                  "(default: file names).")
+flags.DEFINE_integer("ngram_max_order", ngram_precision.DEFAULT_MAX_ORDER,
+                     "Highest n-gram order of the precision changes (MG-SA's Figure 2: 4 and more).",
+                     lower_bound=1)
 
 _LENGTH_FLAGS = ("length_source_file", "length_references", "length_baseline", "length_system")
+_NGRAM_FLAGS = ("ngram_references", "ngram_baseline", "ngram_systems")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "model", "hparams_set", "hparams",
@@ -178,6 +195,35 @@ def analyze_lengths(analysis_dir):
             "references": FLAGS.length_references, "buckets": [b.as_dict() for b in buckets]}
 
 
+def analyze_ngram_precisions(analysis_dir):
+    """N-gram precision by order of each system and its change over the baseline; returns the numbers."""
+    missing = [f"--{name}" for name in _NGRAM_FLAGS if not getattr(FLAGS, name)]
+    if missing:
+        raise common.UsageError(f"n-gram precision changes need {', '.join(missing)} as well")
+    paths = [FLAGS.ngram_baseline, *FLAGS.ngram_systems]
+    names = FLAGS.ngram_names or [os.path.basename(path) for path in paths]
+    if len(names) != len(paths) or len(set(names)) != len(names):
+        raise common.UsageError(f"--ngram_names needs {len(paths)} different names (the baseline's, "
+                                f"then one per --ngram_systems), got {','.join(names)}")
+    tokenize = scoring_flags.checked_tokenize()
+    references = translation.read_segments(FLAGS.ngram_references)
+    if not references:
+        raise InputError(FLAGS.ngram_references, None, "file is empty (no reference segment)")
+    outputs = {}
+    for name, path in zip(names, paths):
+        outputs[name] = translation.read_segments(path)
+        translation.check_aligned(outputs[name], references, path, FLAGS.ngram_references)
+    baseline, *systems = names
+    report = ngram_precision.precision_changes(
+        outputs[baseline], {name: outputs[name] for name in systems}, references,
+        FLAGS.ngram_max_order, tokenize, FLAGS.lowercase)
+    plots.plot_precision_changes(report["orders"], {name: report["systems"][name]["differences"]
+                                                    for name in systems}, baseline,
+                                 os.path.join(analysis_dir, "ngram_precision_changes.png"))
+    return {"references": FLAGS.ngram_references, "baseline_name": baseline,
+            "files": dict(zip(names, paths)), **report}
+
+
 def analyze_phrase_levels():
     """Mean phrases per level of each dependency rule; returns the numbers."""
     trees = list(read_conllu(FLAGS.phrase_levels_from))
@@ -197,10 +243,12 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("analysis_dir")
     wants_lengths = any(getattr(FLAGS, name) for name in _LENGTH_FLAGS)
-    if not (FLAGS.analyze_from_file or wants_lengths or FLAGS.phrase_levels_from):
+    wants_ngrams = any(getattr(FLAGS, name) for name in _NGRAM_FLAGS)
+    if not (FLAGS.analyze_from_file or wants_lengths or wants_ngrams or FLAGS.phrase_levels_from):
         raise common.UsageError("nothing to analyse: give --analyze_from_file (attention), the "
-                                "--length_* files (BLEU by source length) or "
-                                "--phrase_levels_from (MG-SA phrase levels)")
+                                "--length_* files (BLEU by source length), the --ngram_* files "
+                                "(n-gram precision changes) or --phrase_levels_from (MG-SA "
+                                "phrase levels)")
     if os.path.exists(FLAGS.analysis_dir) and not os.path.isdir(FLAGS.analysis_dir):
         raise common.UsageError(f"--analysis_dir={FLAGS.analysis_dir} is a file, not a directory")
     os.makedirs(FLAGS.analysis_dir, exist_ok=True)
@@ -209,6 +257,8 @@ def main(argv):
         report["attention"] = analyze_attention(FLAGS.analysis_dir)
     if wants_lengths:
         report["bleu_by_source_length"] = analyze_lengths(FLAGS.analysis_dir)
+    if wants_ngrams:
+        report["ngram_precision_changes"] = analyze_ngram_precisions(FLAGS.analysis_dir)
     if FLAGS.phrase_levels_from:
         report["phrase_levels"] = analyze_phrase_levels()
     write_json(os.path.join(FLAGS.analysis_dir, "analysis.json"), report)

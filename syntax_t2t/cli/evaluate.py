@@ -5,13 +5,21 @@
         --gold_parse=test.src.conllu --parses=dep_parse.conllu \\
         --json_output=scores.json
 
-* Translation: cased corpus BLEU and chrF by sacreBLEU (signatures printed);
-  with two or more systems, sacreBLEU's paired bootstrap resampling compares
-  each with the first (`--bootstrap_samples`, 0 to skip).
+* Translation: corpus BLEU and chrF by sacreBLEU (signatures printed),
+  cased and with the 13a tokenizer unless `--tokenize` (any of sacreBLEU's
+  `13a`, `intl`, `zh`, `ja-mecab`, `char`, `none`) or `--lowercase` say
+  otherwise: NSD's character-level BLEU on Chinese and Japanese is
+  `--tokenize=char`, its case-insensitive English BLEU `--lowercase`,
+  Pascal's and Tree2Seq's WAT-style Japanese BLEU and RIBES
+  `--tokenize=ja-mecab --ribes` (`ja-mecab` needs `pip install
+  syntax_t2t[ja]`). With two or more systems, sacreBLEU's paired bootstrap
+  resampling compares each with the first (`--bootstrap_samples`, 0 to
+  skip).
 * Parsing: UAS and LAS of each predicted CoNLL-U file (`bin/decode
   --parse_to_file`) against `--gold_parse`; LAS only for predictions with
   labels.
-* `--ribes`: RIBES of each system too (mean sentence score, NLTK).
+* `--ribes`: RIBES of each system too (mean sentence score, NLTK), on the
+  tokens BLEU sees (`--tokenize`, `--lowercase`).
 * Diagonal parsing: the precision of each `--diagonal_parses` file, whose
   correct head of word i is word i - 1.
 
@@ -26,7 +34,7 @@ import os
 from absl import flags
 
 from syntax_t2t import io_utils
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, scoring_flags
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation import attachment, ribes, translation
 from syntax_t2t.evaluation.report import format_table, write_json
@@ -43,8 +51,8 @@ flags.DEFINE_string("gold_parse", None, "Gold source trees (CoNLL-U) for --parse
 flags.DEFINE_list("parses", [], "Predicted source parses (CoNLL-U) to score against --gold_parse.")
 flags.DEFINE_list("diagonal_parses", [], "Predicted diagonal parses (CoNLL-U) to score.")
 flags.DEFINE_string("json_output", None, "Also write the scores to this JSON file.")
-flags.DEFINE_bool("ribes", False, "Also score RIBES (word order; the Pascal paper's metric for "
-                  "English-Japanese) on whitespace tokens.")
+flags.DEFINE_bool("ribes", False, "Also score RIBES (word order; the Pascal and Tree2Seq papers' "
+                  "metric for English-Japanese) on the tokens of --tokenize.")
 
 
 def _system_names(paths, names):
@@ -53,7 +61,8 @@ def _system_names(paths, names):
     return names or [os.path.basename(path) for path in paths]
 
 
-def evaluate_translations(reference_path, hypothesis_paths, names, samples, with_ribes=False):
+def evaluate_translations(reference_path, hypothesis_paths, names, samples, with_ribes=False,
+                          tokenize=translation.DEFAULT_TOKENIZE, lowercase=False):
     """Scores every system; returns (report dict, printed text)."""
     references = translation.read_segments(reference_path)
     if not references:
@@ -63,10 +72,12 @@ def evaluate_translations(reference_path, hypothesis_paths, names, samples, with
     for name, path in zip(names, hypothesis_paths):
         outputs[name] = translation.read_segments(path)
         translation.check_aligned(outputs[name], references, path, reference_path)
-    scores = {name: translation.corpus_scores(hyps, references) for name, hyps in outputs.items()}
+    scores = {name: translation.corpus_scores(hyps, references, tokenize, lowercase)
+              for name, hyps in outputs.items()}
     if with_ribes:
         for name, hyps in outputs.items():
-            scores[name]["RIBES"] = ribes.corpus_ribes(hyps, references)
+            scores[name]["RIBES"] = ribes.corpus_ribes(hyps, references, tokenize=tokenize,
+                                                       lowercase=lowercase)
     first = next(iter(scores.values()))
     report = {
         "references": reference_path,
@@ -85,7 +96,7 @@ def evaluate_translations(reference_path, hypothesis_paths, names, samples, with
     if len(names) > 1 and samples:
         comparisons = translation.paired_bootstrap(
             (names[0], outputs[names[0]]), [(name, outputs[name]) for name in names[1:]], references,
-            samples=samples)
+            samples=samples, tokenize=tokenize, lowercase=lowercase)
         report["significance"] = [vars(c) for c in comparisons]
         text += ["", f"Paired bootstrap resampling against {names[0]} ({samples} samples)",
                  format_table(["system", "metric", "baseline", "system", "mean", "95% CI ±", "p-value"],
@@ -130,13 +141,16 @@ def main(argv):
         common.require("gold_parse")
     if FLAGS.json_output:
         io_utils.check_output_path(FLAGS.json_output, "--json_output")
+    if FLAGS.hypotheses:
+        scoring_flags.checked_tokenize()
     # sacreBLEU reports every step of its bootstrap at INFO level.
     python_logging.getLogger("sacrebleu").setLevel(python_logging.WARNING)
     report, sections = {}, []
     if FLAGS.hypotheses:
         names = _system_names(FLAGS.hypotheses, FLAGS.system_names)
         report["translation"], text = evaluate_translations(
-            FLAGS.references, FLAGS.hypotheses, names, FLAGS.bootstrap_samples, FLAGS.ribes)
+            FLAGS.references, FLAGS.hypotheses, names, FLAGS.bootstrap_samples, FLAGS.ribes,
+            FLAGS.tokenize, FLAGS.lowercase)
         sections.append(text)
     if FLAGS.parses:
         report["parsing"], text = evaluate_parses(FLAGS.gold_parse, FLAGS.parses)

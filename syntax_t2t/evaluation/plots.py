@@ -5,7 +5,9 @@
 * `plot_attention_maps`: the attention of one sentence, a heatmap per layer
   and head, the parse head framed (Figure 6.3);
 * `plot_length_buckets`: the BLEU difference of two systems per
-  source-length bucket (Bugliarello & Okazaki 2020, Figure 3).
+  source-length bucket (Bugliarello & Okazaki 2020, Figure 3);
+* `plot_precision_changes`: the change in n-gram precision per order of
+  each system over a baseline (Hao et al. 2019, Figure 2).
 
 Every figure is written atomically.
 """
@@ -133,5 +135,31 @@ def plot_length_buckets(labels: Sequence[str], differences: Sequence[float], cou
     axis.set_xlabel("source length in words (sentences)")
     axis.set_ylabel(f"BLEU {system} − {baseline}")
     axis.set_title(f"BLEU difference by source length: {system} vs {baseline}", fontsize=11)
+    figure.tight_layout()
+    _save(figure, path)
+
+
+def plot_precision_changes(orders: Sequence[int], differences: dict[str, Sequence[float]], baseline: str,
+                           path: PathLike) -> None:
+    """Grouped bars of precision(system) - precision(baseline) per n-gram order.
+
+    Args:
+        orders: the n-gram orders (1, 2, ...).
+        differences: `{system: [difference per order]}`.
+        baseline: the baseline's name.
+        path: the PNG to write.
+    """
+    names = list(differences)
+    width = 0.8 / max(len(names), 1)
+    figure, axis = plt.subplots(figsize=(1.5 + 0.5 * len(orders) * max(len(names), 2), 3.4))
+    for index, name in enumerate(names):
+        offsets = np.arange(len(orders)) - 0.4 + width * (index + 0.5)
+        axis.bar(offsets, differences[name], width=width, label=name)
+    axis.axhline(0.0, color="black", linewidth=0.8)
+    axis.set_xticks(range(len(orders)))
+    axis.set_xticklabels([f"{order}-gram" for order in orders])
+    axis.set_ylabel(f"precision − {baseline} (points)")
+    axis.set_title(f"Change in n-gram precision over {baseline}", fontsize=11)
+    axis.legend(fontsize=8)
     figure.tight_layout()
     _save(figure, path)

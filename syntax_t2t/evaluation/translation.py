@@ -1,14 +1,22 @@
-"""Translation quality with sacreBLEU: cased BLEU, chrF, paired bootstrap (thesis 5.3).
+"""Translation quality with sacreBLEU: BLEU, chrF, paired bootstrap (thesis 5.3).
 
-Scores are corpus-level, computed by sacreBLEU with its default settings
-(cased, 13a tokenisation for BLEU, chrF2) so that the printed signature is
-the one other papers report. Significance is sacreBLEU's paired bootstrap
-resampling (Koehn 2004), as the thesis did with MT-ComparEval.
+Scores are corpus-level, computed by sacreBLEU, by default with its default
+settings (cased, 13a tokenisation for BLEU, chrF2) so that the printed
+signature is the one other papers report. The seeds score some language
+pairs otherwise, and `tokenize` / `lowercase` reproduce them with
+sacreBLEU's own tokenizers (`TOKENIZERS`): NSD's character-level BLEU on
+Chinese and Japanese (`char`), its case-insensitive BLEU on English
+(`lowercase`), Pascal's and Tree2Seq's WAT-style Japanese BLEU on
+morphemes (`ja-mecab`, sacreBLEU's Japanese extra: `pip install
+syntax_t2t[ja]`). `lowercase` lowercases chrF too. Significance is
+sacreBLEU's paired bootstrap resampling (Koehn 2004), as the thesis did
+with MT-ComparEval.
 """
 
 import dataclasses
+import importlib.util
 import os
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
@@ -19,6 +27,31 @@ from syntax_t2t.errors import InputError
 PathLike = Union[str, os.PathLike]
 
 DEFAULT_BOOTSTRAP_SAMPLES = 1000
+
+#: sacreBLEU's tokenizers offered for BLEU (and RIBES); `13a` is its default.
+TOKENIZERS = ("13a", "intl", "zh", "ja-mecab", "char", "none")
+DEFAULT_TOKENIZE = "13a"
+#: What each tokenizer needs beyond sacreBLEU, and the extra that installs it.
+_TOKENIZER_MODULES = {"ja-mecab": (("MeCab", "ipadic"), "syntax_t2t[ja]")}
+
+
+class TokenizerError(ValueError):
+    """An unknown tokenizer, or one whose optional dependencies are missing."""
+
+
+def check_tokenizer(tokenize: str) -> None:
+    """Raises `TokenizerError` unless sacreBLEU can tokenize with `tokenize` here.
+
+    Args:
+        tokenize: one of `TOKENIZERS`.
+    """
+    if tokenize not in TOKENIZERS:
+        raise TokenizerError(f"unknown tokenizer {tokenize!r}; expected one of {', '.join(TOKENIZERS)}")
+    modules, extra = _TOKENIZER_MODULES.get(tokenize, ((), None))
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TokenizerError(f"tokenizer {tokenize!r} needs the Python packages of sacreBLEU's "
+                             f"optional extra ({', '.join(missing)} missing): pip install '{extra}'")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,27 +119,59 @@ def check_aligned(hypotheses: Sequence[str], references: Sequence[str],
             reason="line count mismatch")
 
 
-def _metrics(references: Sequence[str]):
+def _metrics(references: Sequence[str], tokenize: str = DEFAULT_TOKENIZE, lowercase: bool = False):
+    check_tokenizer(tokenize)
     # The metrics cache the references' statistics; bootstrapping reuses them.
-    return {"BLEU": BLEU(references=[list(references)]),
-            "chrF": CHRF(references=[list(references)])}
+    return {"BLEU": BLEU(references=[list(references)], tokenize=tokenize, lowercase=lowercase),
+            "chrF": CHRF(references=[list(references)], lowercase=lowercase)}
 
 
-def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, MetricScore]:
-    """Cased corpus BLEU and chrF of one system.
+def segment_tokenizer(tokenize: str = DEFAULT_TOKENIZE, lowercase: bool = False
+                      ) -> tuple[Callable[[str], str], str]:
+    """sacreBLEU's BLEU preprocessing of one segment, for metrics scored on the same tokens.
+
+    Args:
+        tokenize: one of `TOKENIZERS`.
+        lowercase: lowercase before tokenising, as BLEU does.
+
+    Returns:
+        `(function, signature)`: the function maps a segment to its
+        space-separated tokens; the signature names the tokenizer as
+        sacreBLEU's signature does (e.g. `ja-mecab-0.996-IPA`).
+
+    Raises:
+        TokenizerError: as `check_tokenizer`.
+    """
+    check_tokenizer(tokenize)
+    tokenizer = BLEU(tokenize=tokenize).tokenizer
+
+    def preprocess(segment: str) -> str:
+        return tokenizer((segment.lower() if lowercase else segment).rstrip())
+
+    return preprocess, tokenizer.signature()
+
+
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = DEFAULT_TOKENIZE,
+                  lowercase: bool = False) -> dict[str, MetricScore]:
+    """Corpus BLEU and chrF of one system.
 
     Args:
         hypotheses: one detokenised (or consistently tokenised) output per
             segment.
         references: one reference per segment, aligned with `hypotheses`.
+        tokenize: BLEU's tokenizer, one of `TOKENIZERS`.
+        lowercase: case-insensitive BLEU and chrF.
 
     Returns:
         `{"BLEU": MetricScore, "chrF": MetricScore}`.
+
+    Raises:
+        TokenizerError: as `check_tokenizer`.
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     scores = {}
-    for key, metric in _metrics(references).items():
+    for key, metric in _metrics(references, tokenize, lowercase).items():
         result = metric.corpus_score(list(hypotheses), None)
         scores[key] = MetricScore(name=result.name, score=float(result.score),
                                   signature=str(metric.get_signature()),
@@ -115,7 +180,8 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
 
 
 def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tuple[str, Sequence[str]]],
-                     references: Sequence[str], samples: int = DEFAULT_BOOTSTRAP_SAMPLES
+                     references: Sequence[str], samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+                     tokenize: str = DEFAULT_TOKENIZE, lowercase: bool = False
                      ) -> list[BootstrapComparison]:
     """Compares each system with the baseline by sacreBLEU's paired bootstrap.
 
@@ -127,6 +193,7 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
         systems: `(name, hypotheses)` of every system compared with it.
         references: one reference per segment.
         samples: number of bootstrap resamples (sacreBLEU's default: 1000).
+        tokenize, lowercase: as in `corpus_scores`.
 
     Returns:
         One `BootstrapComparison` per system and metric (BLEU, chrF).
@@ -137,7 +204,7 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
         if len(hypotheses) != len(references):
             raise ValueError(f"system {name!r} has {len(hypotheses)} lines, references {len(references)}")
     test = PairedTest([(name, list(hyps)) for name, hyps in [baseline, *systems]],
-                      _metrics(references), references=None, test_type="bs", n_samples=samples)
+                      _metrics(references, tokenize, lowercase), references=None, test_type="bs", n_samples=samples)
     signatures, results = test()
     comparisons = []
     for metric, per_system in results.items():
@@ -160,13 +227,15 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
 
 
 def score_files(hypotheses_path: PathLike, references_path: PathLike,
-                references: Optional[Sequence[str]] = None) -> dict[str, MetricScore]:
+                references: Optional[Sequence[str]] = None, tokenize: str = DEFAULT_TOKENIZE,
+                lowercase: bool = False) -> dict[str, MetricScore]:
     """`corpus_scores` of a hypothesis file against a reference file.
 
     Args:
         hypotheses_path: one output line per segment.
         references_path: one reference line per segment.
         references: the reference lines when already read.
+        tokenize, lowercase: as in `corpus_scores`.
 
     Raises:
         InputError: unreadable lines or different line counts.
@@ -174,4 +243,4 @@ def score_files(hypotheses_path: PathLike, references_path: PathLike,
     references = read_segments(references_path) if references is None else references
     hypotheses = read_segments(hypotheses_path)
     check_aligned(hypotheses, references, hypotheses_path, references_path)
-    return corpus_scores(hypotheses, references)
+    return corpus_scores(hypotheses, references, tokenize, lowercase)

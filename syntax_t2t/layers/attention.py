@@ -68,6 +68,9 @@ class MultiHeadAttention(keras.layers.Layer):
             density of a normal distribution around each query token's
             parent (Pascal); `call` then needs `parents`. Self-attention only.
         parent_variance: sigma^2 of that normal distribution.
+        parent_weighting: "gaussian" (that density, seed eq. 6) or
+            "parent_only" (1 on the parent word's subwords, 0 elsewhere:
+            the seed's Table 7b); see `parent_scaling.py`.
         parent_ignoring: in training, the probability q that a token's
             row of parent weights is set to 1 (plain attention for that row).
         biaffine_head: head whose logits are the scores of a
@@ -90,7 +93,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def __init__(self, num_heads, key_dim, dropout=0.0, output_dim=None,
                  label_vocab_sizes=None, value_bias_labels=(), spec_heads=(),
                  parse_head=None, parent_scaled_heads=(), parent_variance=1.0,
-                 parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
+                 parent_weighting="gaussian", parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
                  phrase_heads=(), phrase_granularities=(), seed=None,
                  kernel_initializer="glorot_uniform", label_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -104,6 +107,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.parse_head = None if parse_head is None else int(parse_head)
         self.parent_scaled_heads = tuple(int(h) for h in parent_scaled_heads)
         self.parent_variance = float(parent_variance)
+        self.parent_weighting = str(parent_weighting)
         self.parent_ignoring = float(parent_ignoring)
         self.biaffine_head = None if biaffine_head is None else int(biaffine_head)
         self.biaffine_size = None if biaffine_size is None else int(biaffine_size)
@@ -148,6 +152,9 @@ class MultiHeadAttention(keras.layers.Layer):
         if not self.parent_variance > 0:
             raise ValueError(
                 f"{where}: parent_variance must be positive, got {self.parent_variance}")
+        if self.parent_weighting not in parent_scaling.WEIGHTINGS:
+            raise ValueError(f"{where}: parent_weighting must be one of "
+                             f"{', '.join(parent_scaling.WEIGHTINGS)}, got {self.parent_weighting!r}")
         if not 0.0 <= self.parent_ignoring <= 1.0:
             raise ValueError(
                 f"{where}: parent_ignoring is a probability, got {self.parent_ignoring}")
@@ -318,8 +325,8 @@ class MultiHeadAttention(keras.layers.Layer):
         if parents is None:
             raise ValueError(f"attention layer {self.name!r} has parent-scaled heads "
                              f"{list(self.parent_scaled_heads)} but got no parents")
-        weights = parent_scaling.parent_weights(parents, tf.shape(logits)[-1],
-                                                self.parent_variance)
+        weights = parent_scaling.scaling_weights(parents, tf.shape(logits)[-1],
+                                                 self.parent_weighting, self.parent_variance)
         if training and self.parent_ignoring > 0:
             weights = parent_scaling.ignore_parents(weights, self.parent_ignoring,
                                                     self._parent_seed)
@@ -343,7 +350,9 @@ class MultiHeadAttention(keras.layers.Layer):
             spec_inputs: [B, S, D_spec], the sequence the specialised heads
                 take queries and keys from (self-attention only).
             parents: float [B, Sq], the (middle) position of each query
-                token's parent among the keys, for the parent-scaled heads.
+                token's parent among the keys, for the parent-scaled heads;
+                or [B, Sq, 2], the first and last position of the parent word
+                (needed by `parent_weighting="parent_only"`).
             phrase_memory: [B, G, Sk, D], the phrase memory of every
                 granularity (Sk phrase slots, as many as tokens), for the
                 phrase heads.
@@ -461,6 +470,7 @@ class MultiHeadAttention(keras.layers.Layer):
             parse_head=self.parse_head,
             parent_scaled_heads=list(self.parent_scaled_heads),
             parent_variance=self.parent_variance,
+            parent_weighting=self.parent_weighting,
             parent_ignoring=self.parent_ignoring,
             biaffine_head=self.biaffine_head,
             biaffine_size=self.biaffine_size,

@@ -28,6 +28,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         parse_head: see `MultiHeadAttention`.
         parent_scaled_heads: see `MultiHeadAttention` (Pascal).
         parent_variance: see `MultiHeadAttention`.
+        parent_weighting: see `MultiHeadAttention`.
         parent_ignoring: see `MultiHeadAttention`.
         biaffine_head: see `MultiHeadAttention` (SISA).
         biaffine_size: see `MultiHeadAttention`.
@@ -38,7 +39,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
     def __init__(self, hidden_size, filter_size, num_heads, attention_dropout=0.0,
                  relu_dropout=0.0, residual_dropout=0.0, label_vocab_sizes=None,
                  value_bias_labels=(), spec_heads=(), parse_head=None, parent_scaled_heads=(),
-                 parent_variance=1.0, parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
+                 parent_variance=1.0, parent_weighting="gaussian", parent_ignoring=0.0,
+                 biaffine_head=None, biaffine_size=None,
                  layer_norm_epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
@@ -55,6 +57,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.parse_head = parse_head
         self.parent_scaled_heads = tuple(parent_scaled_heads)
         self.parent_variance = float(parent_variance)
+        self.parent_weighting = str(parent_weighting)
         self.parent_ignoring = float(parent_ignoring)
         self.biaffine_head = biaffine_head
         self.biaffine_size = biaffine_size
@@ -67,7 +70,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
             label_vocab_sizes=self.label_vocab_sizes, value_bias_labels=self.value_bias_labels,
             spec_heads=self.spec_heads, parse_head=parse_head,
             parent_scaled_heads=self.parent_scaled_heads, parent_variance=self.parent_variance,
-            parent_ignoring=self.parent_ignoring, biaffine_head=biaffine_head,
+            parent_weighting=self.parent_weighting, parent_ignoring=self.parent_ignoring,
+            biaffine_head=biaffine_head,
             biaffine_size=biaffine_size, dtype=policy, name="self_attention")
         self.feed_forward_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="feed_forward_norm")
@@ -92,7 +96,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
             attention_mask: bool broadcastable to [B, S, S] (padding).
             labels: label ids for the self-attention's label biases.
             spec_inputs: [B, S, D_spec] for specialised heads.
-            parents: float [B, S] parent positions for parent-scaled heads.
+            parents: float [B, S] parent positions (or [B, S, 2] parent
+                spans) for parent-scaled heads.
             return_probs: return the self-attention probabilities.
             training: applies dropout (and parent ignoring).
 
@@ -118,7 +123,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
             value_bias_labels=list(self.value_bias_labels),
             spec_heads=list(self.spec_heads), parse_head=self.parse_head,
             parent_scaled_heads=list(self.parent_scaled_heads),
-            parent_variance=self.parent_variance, parent_ignoring=self.parent_ignoring,
+            parent_variance=self.parent_variance, parent_weighting=self.parent_weighting,
+            parent_ignoring=self.parent_ignoring,
             biaffine_head=self.biaffine_head, biaffine_size=self.biaffine_size,
             layer_norm_epsilon=self.layer_norm_epsilon)
         return config

@@ -13,6 +13,13 @@ numpy version of this rule; `parent_positions` computes it on the device
 from the batch). D has no parameters: `MultiHeadAttention` applies it to the
 heads listed in its `parent_scaled_heads`.
 
+Table 7b's "parent-only" row, "where weights are only placed on parents",
+replaces the density by D[t, j] = 1 when key j is a subword of t's parent
+word and 0 elsewhere (`parent_only_weights`, from `parent_spans`). Eq. 5
+multiplies the scores, so the other keys get score 0, not -inf, just as
+far keys do under the Gaussian: the head still attends to them, with only
+the parent's score learned.
+
 Parent ignoring (training only) sets each row of D to 1 with probability q,
 so that the token's row falls back to plain attention. D belongs to the
 sentence, not to a head (eq. 5 has no head index), so one draw per row
@@ -29,9 +36,13 @@ import math
 import keras
 import tensorflow as tf
 
+#: How a Pascal head weighs its scores: eq. 6's normal density around the
+#: parent's middle, or Table 7b's "parent-only" (1 on the parent's subwords).
+WEIGHTINGS = ("gaussian", "parent_only")
 
-def parent_positions(heads, word_positions=None):
-    """Pascal's parent position of every token: the middle of its parent word.
+
+def parent_spans(heads, word_positions=None):
+    """The first and last position of every token's parent word.
 
     Args:
         heads: int [B, S], 1-based positions of each token's head (in subword
@@ -42,9 +53,9 @@ def parent_positions(heads, word_positions=None):
             every token with a head is a word of its own.
 
     Returns:
-        float32 [B, S]: the middle position (0-based) of the subwords of each
-        token's head word; for a token attached to ROOT the middle of its own
-        word; for a token without a head, its own position.
+        float32 [B, S, 2]: (first, last) 0-based positions of the subwords of
+        each token's head word; for a token attached to ROOT those of its
+        own word; for a token without a head, its own position twice.
     """
     heads = tf.cast(heads, tf.int32)
     length = tf.shape(heads)[1]
@@ -54,18 +65,31 @@ def parent_positions(heads, word_positions=None):
         words = tf.where(heads >= 0, indices[None, :] + 1, 0)
     else:
         words = tf.cast(word_positions, tf.int32)
-    # The subwords of a word are contiguous, so its middle (first + last) / 2
-    # is the mean of its positions.
-    same_word = tf.cast(
-        tf.logical_and(tf.equal(words[:, :, None], words[:, None, :]), words[:, :, None] > 0),
-        tf.float32)
-    sizes = tf.reduce_sum(same_word, axis=-1)
-    middles = tf.where(sizes > 0,
-                       tf.reduce_sum(same_word * positions, axis=-1) / tf.maximum(sizes, 1.0),
-                       positions[None, :])
+    same_word = tf.logical_and(tf.equal(words[:, :, None], words[:, None, :]), words[:, :, None] > 0)
+    keys = tf.broadcast_to(positions[None, None, :], tf.shape(same_word))
+    own = tf.broadcast_to(positions[None, :], tf.shape(heads))
+    has_word = tf.reduce_any(same_word, axis=-1)
+    # The subwords of a word are contiguous: its span runs from the first to the last.
+    first = tf.where(has_word, tf.reduce_min(tf.where(same_word, keys, float("inf")), -1), own)
+    last = tf.where(has_word, tf.reduce_max(tf.where(same_word, keys, -1.0), -1), own)
+    spans = tf.stack([first, last], axis=-1)
     parent_index = tf.where(heads > 0, tf.minimum(heads - 1, length - 1), indices[None, :])
-    parents = tf.gather(middles, parent_index, batch_dims=1)
-    return tf.where(heads < 0, positions[None, :], parents)
+    parents = tf.gather(spans, parent_index, batch_dims=1)
+    return tf.where((heads < 0)[:, :, None], tf.stack([own, own], axis=-1), parents)
+
+
+def parent_positions(heads, word_positions=None):
+    """Pascal's parent position of every token: the middle of its parent word.
+
+    Args:
+        heads, word_positions: as in `parent_spans`.
+
+    Returns:
+        float32 [B, S]: the middle position (0-based) of the subwords of each
+        token's head word; for a token attached to ROOT the middle of its own
+        word; for a token without a head, its own position.
+    """
+    return tf.reduce_mean(parent_spans(heads, word_positions), axis=-1)
 
 
 def parent_weights(parents, key_length, variance):
@@ -82,6 +106,53 @@ def parent_weights(parents, key_length, variance):
     keys = tf.cast(tf.range(key_length), tf.float32)
     distances = keys[None, None, :] - tf.cast(parents, tf.float32)[:, :, None]
     return tf.exp(-tf.square(distances) / (2.0 * variance)) / math.sqrt(2.0 * math.pi * variance)
+
+
+def parent_only_weights(spans, key_length):
+    """D of Table 7b's "parent-only" row: 1 on the subwords of each token's parent word, else 0.
+
+    Args:
+        spans: float [B, Sq, 2], the (first, last) position of each query
+            token's parent word (`parent_spans`).
+        key_length: Sk.
+
+    Returns:
+        float32 [B, Sq, Sk].
+    """
+    keys = tf.cast(tf.range(key_length), tf.float32)[None, None, :]
+    spans = tf.cast(spans, tf.float32)
+    inside = tf.logical_and(keys >= spans[:, :, 0:1], keys <= spans[:, :, 1:2])
+    return tf.cast(inside, tf.float32)
+
+
+def scaling_weights(parents, key_length, weighting="gaussian", variance=1.0):
+    """D of a Pascal head for `weighting` (one of `WEIGHTINGS`).
+
+    Args:
+        parents: float [B, Sq] parent middles (`parent_positions`) or
+            [B, Sq, 2] parent spans (`parent_spans`); "parent_only" needs
+            the spans, "gaussian" takes either (centred on the middle).
+        key_length: Sk.
+        weighting: "gaussian" (eq. 6) or "parent_only" (Table 7b).
+        variance: sigma^2 of the Gaussian.
+
+    Returns:
+        float32 [B, Sq, Sk].
+
+    Raises:
+        ValueError: an unknown weighting, or "parent_only" given middles.
+    """
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown parent weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
+    parents = tf.convert_to_tensor(parents, tf.float32)
+    is_span = parents.shape.rank == 3
+    if weighting == "parent_only":
+        if not is_span:
+            raise ValueError("parent_only weighting needs the spans of the parent words, "
+                             "float [B, Sq, 2] (parent_spans), not their middles")
+        return parent_only_weights(parents, key_length)
+    middles = tf.reduce_mean(parents, axis=-1) if is_span else parents
+    return parent_weights(middles, key_length, variance)
 
 
 def ignore_parents(weights, rate, seed):

@@ -15,12 +15,14 @@
 | `mgsa` | MG-SA, multi-granularity self-attention (Hao et al. 2019) | `mgsa.py` |
 | `nsd` | neural syntactic distances (Ma et al. 2019) | `nsd.py` |
 | `tree2seq` | Tree-to-sequence attentional NMT (Eriguchi et al. 2016) | `tree2seq.py` |
+| `anmt` | sequential attentional NMT, optionally reversed input (tree2seq's baseline) | `anmt.py` |
 
 Relative positions combine with every model through the hparam
 `max_relative_position` (the `transformer_relative` set).
 """
 
 from syntax_t2t.models import (  # noqa: F401
+    anmt,
     dep_parse,
     diagonal_parse,
     mgsa,

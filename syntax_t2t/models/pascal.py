@@ -6,6 +6,9 @@ N(j | p_t, `pascal_variance`) around the middle position p_t of token t's
 parent word, then take the softmax (seed eq. 4-6). The model has no
 weights beyond the Transformer's. Parent ignoring (`parent_ignoring` = q)
 sets each row of those densities to 1 with probability q in training.
+`pascal_weighting="parent_only"` replaces the density by 1 on the subwords
+of the parent word and 0 elsewhere: the seed's Table 7b "parent-only" row
+(`layers/parent_scaling.py`; runs saved before the option read "gaussian").
 
 Parents come from `src_heads` on the device (`layers/parent_scaling.py`); on
 subword problems set `source_word_positions=true` so that the middles are
@@ -49,6 +52,9 @@ class Pascal(Transformer):
         self.check_encoder_position("pascal_layer", hp.pascal_layer, "pascal_heads", [])
         if not hp.pascal_variance > 0:
             raise HParamsError(f"pascal_variance={hp.pascal_variance} must be positive")
+        if self.parent_weighting not in parent_scaling.WEIGHTINGS:
+            raise HParamsError(f"pascal_weighting={self.parent_weighting!r}: expected one of "
+                               f"{', '.join(parent_scaling.WEIGHTINGS)}")
         if not 0.0 <= hp.parent_ignoring <= 1.0:
             raise HParamsError(f"parent_ignoring={hp.parent_ignoring} is a probability in [0, 1]")
 
@@ -58,11 +64,19 @@ class Pascal(Transformer):
         if layer_index == hp.pascal_layer:
             options.update(parent_scaled_heads=tuple(range(hp.pascal_heads)),
                            parent_variance=hp.pascal_variance,
+                           parent_weighting=self.parent_weighting,
                            parent_ignoring=hp.parent_ignoring)
         return options
 
+    @property
+    def parent_weighting(self):
+        return self.hparams.get("pascal_weighting", "gaussian")
+
     def source_parents(self, features, source_ids):
-        """The middle position of each source token's parent word: float32 [B, S]."""
+        """Each source token's parent word: its middle position, float32 [B, S], or
+        for "parent_only" its first and last position, float32 [B, S, 2]."""
         heads = self.source_heads(features, source_ids)
         words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
+        if self.parent_weighting == "parent_only":
+            return parent_scaling.parent_spans(heads, words)
         return parent_scaling.parent_positions(heads, words)

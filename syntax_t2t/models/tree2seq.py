@@ -173,6 +173,8 @@ class Tree2Seq(HParamsModel):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs", "src_heads"})
     decode_start_id = PAD_ID
+    #: Whether the encoder has the tree part (`models/anmt.py` is the model without).
+    uses_trees = True
 
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(**kwargs)
@@ -184,7 +186,7 @@ class Tree2Seq(HParamsModel):
         uniform = keras.initializers.RandomUniform(-hp.init_scale, hp.init_scale)
         self.derived_features = DerivedFeatures(
             ("src_heads",), TREE_FEATURES,
-            functools.partial(source_tree_arrays, rule=hp.tree_binarization))
+            functools.partial(source_tree_arrays, rule=hp.tree_binarization)) if self.uses_trees else None
 
         def lstm_cell(name):
             return keras.layers.LSTMCell(
@@ -196,11 +198,12 @@ class Tree2Seq(HParamsModel):
             self._vocab_size("inputs"), hp.embedding_size, embeddings_initializer=uniform,
             name="source_embedding")
         self.encoder_cells = [lstm_cell(f"encoder_lstm_{i}") for i in range(hp.num_encoder_layers)]
-        self.tree_lstm = BinaryTreeLSTM(hidden, kernel_initializer=uniform,
-                                        forget_bias=hp.forget_bias, name="tree_lstm")
-        self.decoder_initializer = BinaryTreeLSTMCell(
-            hidden, kernel_initializer=uniform, forget_bias=hp.forget_bias,
-            name="decoder_initializer")
+        if self.uses_trees:
+            self.tree_lstm = BinaryTreeLSTM(hidden, kernel_initializer=uniform,
+                                            forget_bias=hp.forget_bias, name="tree_lstm")
+            self.decoder_initializer = BinaryTreeLSTMCell(
+                hidden, kernel_initializer=uniform, forget_bias=hp.forget_bias,
+                name="decoder_initializer")
         self.target_embedding = keras.layers.Embedding(
             self._vocab_size("targets"), hp.embedding_size, embeddings_initializer=uniform,
             name="target_embedding")
@@ -233,6 +236,9 @@ class Tree2Seq(HParamsModel):
                                f"{', '.join(LOSS_NORMALIZATIONS)}")
         if not hp.init_scale > 0:
             raise HParamsError(f"init_scale={hp.init_scale} must be positive")
+        if self.uses_trees and hp.get("reverse_source", False):
+            raise HParamsError("reverse_source=true: the tree encoder reads the words in their "
+                               "order (their leaves); only the sequential model anmt reverses")
 
     def _vocab_size(self, key):
         if key not in self.vocab_sizes:
@@ -247,8 +253,9 @@ class Tree2Seq(HParamsModel):
         self.source_embedding.build((None, None))
         for i, cell in enumerate(self.encoder_cells):
             cell.build((None, embedding if i == 0 else hidden))
-        self.tree_lstm.build()
-        self.decoder_initializer.build()
+        if self.uses_trees:
+            self.tree_lstm.build()
+            self.decoder_initializer.build()
         self.target_embedding.build((None, None))
         self.decoder_cell.build((None, embedding + hidden))
         self.attention_output.build((None, 2 * hidden))
@@ -287,6 +294,19 @@ class Tree2Seq(HParamsModel):
 
         return fitted(renumbered(left)), fitted(renumbered(right)), fitted(level)
 
+    def encode_sequence(self, inputs):
+        """The sequential LSTMs over `inputs` int [B, S] (eq. 1, 4).
+
+        Returns:
+            `(h, c, token_mask)`: h and c [B, S, d] (at padding the last
+            token's state carried on), token_mask bool [B, S].
+        """
+        token_mask = tf.not_equal(inputs, PAD_ID)
+        states = self.source_embedding(inputs)
+        for cell in self.encoder_cells:
+            states, memory_cells = _masked_lstm(cell, states, token_mask)
+        return states, memory_cells, token_mask
+
     def encode(self, features, training=False):
         """Runs the sequential and the tree encoder.
 
@@ -302,10 +322,7 @@ class Tree2Seq(HParamsModel):
         """
         inputs = tf.cast(features["inputs"], tf.int32)
         length = tf.shape(inputs)[1]
-        token_mask = tf.not_equal(inputs, PAD_ID)
-        states = self.source_embedding(inputs)
-        for cell in self.encoder_cells:
-            states, memory_cells = _masked_lstm(cell, states, token_mask)
+        states, memory_cells, token_mask = self.encode_sequence(inputs)
         left, right, level = self.source_trees(features, length)
         phrase_h, phrase_c = self.tree_lstm(states, memory_cells, left, right, level)
         heads = tf.cast(features["src_heads"], tf.int32)
