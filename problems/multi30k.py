@@ -91,9 +91,9 @@ class Multi30kSyntax(Problem):
         return os.path.join(tmp_dir, self.data_subdir, "parses")
 
     def source_parser(self) -> Parser:
-        """The parser of the `parser` option, loaded once."""
+        """The parser of the `parser` option, loaded once, in `datagen_workers` processes."""
         if self._loaded_parser is None:
-            self._loaded_parser = load_parser(self.parser)
+            self._loaded_parser = load_parser(self.parser, num_processes=self.datagen_workers)
         return self._loaded_parser
 
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
