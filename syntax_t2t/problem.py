@@ -73,21 +73,17 @@ a generated data set holds are in its completion record (`data_feature_keys`).
 """
 
 import collections
-import contextlib
-import json
 import os
 from typing import Iterator, Optional, Sequence, Union
 
-import numpy as np
-
 from syntax_t2t import registry
-from syntax_t2t.data import pipeline, subword_syntax
+from syntax_t2t.data import datagen_records, pipeline, subword_syntax
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
                                       split_tree_file, with_bracketed_trees)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE, SubwordVocabulary, build_subword_vocabularies
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
-from syntax_t2t.errors import InputError, SkipCounter
+from syntax_t2t.errors import SkipCounter
 
 TRAIN, DEV, TEST = "train", "dev", "test"
 SPLITS = (TRAIN, DEV, TEST)
@@ -261,12 +257,10 @@ class Problem:
         Those its datagen record lists, or without a record (vocabularies
         copied for decoding) those whose file is there.
         """
-        path = self.completion_record_path(data_dir)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as stream:
-                with contextlib.suppress(json.JSONDecodeError):
-                    names = json.load(stream).get("vocabularies", {})
-                    return tuple(name for name in (CONSTITUENCY_VOCABULARY,) if name in names)
+        record = datagen_records.read_json(self.completion_record_path(data_dir))
+        if record is not None:
+            names = record.get("vocabularies", {})
+            return tuple(name for name in (CONSTITUENCY_VOCABULARY,) if name in names)
         return tuple(name for name in (CONSTITUENCY_VOCABULARY,)
                      if os.path.isfile(self.vocabulary_path(data_dir, name)))
 
@@ -284,29 +278,8 @@ class Problem:
 
         A record whose files are not all present counts as absent.
         """
-        record, _ = self._completion_record_and_problem(data_dir)
+        record, _ = datagen_records.read_completion_record(self.completion_record_path(data_dir))
         return record
-
-    def _completion_record_and_problem(self, data_dir: str) -> tuple[Optional[dict], str]:
-        """The complete record, or None and why the data is not complete."""
-        path = self.completion_record_path(data_dir)
-        if not os.path.isfile(path):
-            return None, f"{path} does not exist"
-        with open(path, encoding="utf-8") as stream:
-            try:
-                record = json.load(stream)
-            except json.JSONDecodeError as error:
-                return None, f"{path} is not JSON ({error})"
-        files = list(record.get("vocabularies", {}).values())
-        for shard_names in record.get("shards", {}).values():
-            files.extend(shard_names)
-        if not files:
-            return None, f"{path} lists no files"
-        missing = [name for name in files if not os.path.isfile(os.path.join(data_dir, name))]
-        if missing:
-            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-            return None, f"{len(missing)} of the {len(files)} files it generated are missing: {shown}"
-        return record, ""
 
     def filepaths(self, data_dir: str, split: str) -> list[str]:
         """The TFRecord shards of `split`.
@@ -318,7 +291,8 @@ class Problem:
         return [os.path.join(data_dir, name) for name in record["shards"][split]]
 
     def _require_data(self, data_dir: str) -> dict:
-        record, problem = self._completion_record_and_problem(data_dir)
+        record, problem = datagen_records.read_completion_record(
+            self.completion_record_path(data_dir))
         if record is None:
             raise DataNotGeneratedError(
                 f"no complete data of problem {self.name} in {data_dir} ({problem}); generate it with "
@@ -490,7 +464,7 @@ class Problem:
                 features["src_const_label"] = vocabularies[CONSTITUENCY_VOCABULARY].encode(
                     bracketed.labels)
             if self.subwords:
-                features = _projected_to_subwords(features, word_index)
+                features = subword_syntax.projected_source_features(features, word_index)
         elif self.subwords and self.has_source_trees:
             # Plain-text sources too: decoding reads parses back onto words.
             features[WORD_POSITION_FEATURE] = (word_index + 1).tolist()
@@ -544,28 +518,20 @@ class Problem:
                       num_workers: int = 1, task=None, only_vocab: bool = False) -> dict:
         """Writes vocabularies and TFRecord shards of every split to `data_dir`.
 
-        See `syntax_t2t.data.datagen_writer` for the passes, workers and tasks.
-
-        Args:
-            data_dir: output directory (created if needed).
-            tmp_dir: raw data directory, passed to `generate_samples`.
-            max_examples: keep at most this many examples per split.
-            overwrite: regenerate even if complete data is there.
-            skip: under `--skip_bad_examples`, the counter of skipped examples.
-            num_workers: processes that turn records into samples and encode
-                them (and parse, for problems that parse raw text); the
-                output does not depend on it.
-            task: a `datagen_writer.DatagenTask`: write only its shards, with
-                the vocabularies an `only_vocab` run left in `data_dir`.
-            only_vocab: only build the vocabularies (the first step of tasks).
+        Raw data comes from `tmp_dir` (passed to `generate_samples`); at most
+        `max_examples` per split are kept; complete data already there is
+        kept unless `overwrite`; `skip` counts the bad examples skipped under
+        `--skip_bad_examples`. `num_workers` processes make and encode the
+        samples (and parse, for problems that parse raw text) without
+        changing the output; `task` (a `datagen_writer.DatagenTask`) writes
+        only its shards, with the vocabularies an `only_vocab` run built.
+        See `syntax_t2t.data.datagen_writer`.
 
         Returns:
             The completion record: `counts` per split, file names, options,
-            `complete` (False for a task whose fellow tasks have not all
-            finished; then the task's record), `kept_existing` (True when
-            complete data was already there) and `differs_from_request`
-            (True when that kept data was generated with other options or
-            `max_examples`).
+            `complete` (False, with the task's record, while other tasks are
+            still to finish), `kept_existing` and `differs_from_request`
+            (complete data kept, generated with other options).
 
         Raises:
             InputError: bad raw data (unless `skip` is given).
@@ -634,37 +600,6 @@ class Problem:
             self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
             mode, hparams,
             counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
-
-
-class IgnoreSkipped(SkipCounter):
-    """Skips bad examples without logging or counting them.
-
-    For passes over data whose bad examples are reported by another pass.
-    """
-
-    def record(self, error: InputError) -> None:
-        pass
-
-
-def _projected_to_subwords(features: dict, word_index) -> dict:
-    """Word-level source syntax features moved onto subwords (module docstring).
-
-    A constituent of words `s .. e` covers their subwords, from the first of
-    `s` to the last of `e`.
-    """
-    heads = subword_syntax.first_subword_heads(word_index, features["src_heads"])
-    projected = {INPUTS: features[INPUTS], "src_heads": heads.tolist(),
-                 WORD_POSITION_FEATURE: (word_index + 1).tolist()}
-    if "src_const_start" in features:
-        first, last = subword_syntax.word_spans(word_index)
-        projected["src_const_start"] = (first[np.asarray(features["src_const_start"]) - 1]
-                                        + 1).tolist()
-        projected["src_const_end"] = (last[np.asarray(features["src_const_end"]) - 1] + 1).tolist()
-        projected["src_const_label"] = features["src_const_label"]
-    for key, values in features.items():
-        if key not in projected:
-            projected[key] = subword_syntax.copy_to_subwords(values, word_index).tolist()
-    return projected
 
 
 def sentence_tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:

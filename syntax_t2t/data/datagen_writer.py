@@ -51,11 +51,12 @@ from absl import logging
 
 from syntax_t2t import io_utils
 from syntax_t2t.data import pipeline, worker_pool
+from syntax_t2t.data.datagen_records import read_json, request
 from syntax_t2t.data.conllu_reader import format_conllu
-from syntax_t2t.errors import SkipCounter
+from syntax_t2t.errors import IgnoreSkipped, SkipCounter
 # `Problem.generate_data` imports this module when called, so this import is not circular.
 from syntax_t2t.problem import (CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, SPLITS, TRAIN,
-                                DataNotGeneratedError, IgnoreSkipped, RawDataError, sentence_tokens)
+                                DataNotGeneratedError, RawDataError, sentence_tokens)
 
 #: Records per worker call: large enough to amortise the inter-process
 #: traffic, small enough to keep every worker busy and memory flat.
@@ -131,8 +132,8 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
                                            f"{glob.escape(problem.name)}.datagen-task-*.json")):
             os.remove(path)
     else:
-        vocabulary_record = _read_json(vocabulary_record_path(problem, data_dir))
-        if vocabulary_record is None or _request(vocabulary_record) != requested:
+        vocabulary_record = read_json(vocabulary_record_path(problem, data_dir))
+        if vocabulary_record is None or request(vocabulary_record) != requested:
             raise DataNotGeneratedError(
                 f"task {task.task_id} of {task.num_tasks}: no vocabularies of {problem.name} "
                 f"generated with {requested} in {data_dir} "
@@ -140,8 +141,8 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
                 f"first with the same flags and --only_vocab")
         problem.load_vocabularies(data_dir)
         task_path = task_record_path(problem, data_dir, task)
-        task_record = None if overwrite else _read_json(task_path)
-        if task_record is None or _request(task_record) != requested:
+        task_record = None if overwrite else read_json(task_path)
+        if task_record is None or request(task_record) != requested:
             counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip,
                                          num_workers, task)
             task_record = dict(requested, counts=counts, shards=shards,
@@ -158,7 +159,7 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
 
 
 def _kept(problem, data_dir, record, requested) -> dict:
-    previous = _request(record)
+    previous = request(record)
     differs = previous != requested
     if differs:
         logging.warning(
@@ -176,8 +177,8 @@ def _kept(problem, data_dir, record, requested) -> dict:
 def _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num_workers) -> dict:
     """Builds and saves the vocabularies and their record (kept when already there)."""
     path = vocabulary_record_path(problem, data_dir)
-    record = None if overwrite else _read_json(path)
-    if record is not None and _request(record) == requested and all(
+    record = None if overwrite else read_json(path)
+    if record is not None and request(record) == requested and all(
             os.path.isfile(os.path.join(data_dir, name)) for name in record["vocabularies"].values()):
         logging.info("%s: vocabularies already in %s; kept them", problem.name, data_dir)
         return dict(record, kept_existing=True)
@@ -324,10 +325,10 @@ def _complete(problem, data_dir, vocabulary_record, counts, shards, skipped) -> 
 
 def _complete_tasks(problem, data_dir, vocabulary_record, task) -> Optional[dict]:
     """The completion record once every task of `task.num_tasks` has written its record, else None."""
-    records = [_read_json(task_record_path(problem, data_dir, DatagenTask(index, task.num_tasks)))
+    records = [read_json(task_record_path(problem, data_dir, DatagenTask(index, task.num_tasks)))
                for index in range(task.num_tasks)]
-    requested = _request(vocabulary_record)
-    if any(record is None or _request(record) != requested for record in records):
+    requested = request(vocabulary_record)
+    if any(record is None or request(record) != requested for record in records):
         return None
     first = records[0]
     return _complete(problem, data_dir, vocabulary_record, first["counts"], first["shards"],
@@ -341,17 +342,6 @@ def _remove_stale_shards(problem, data_dir, current):
         if (name.startswith(prefix) and "-of-" in name and name not in current
                 and any(name.startswith(f"{prefix}{split}-") for split in SPLITS)):
             os.remove(os.path.join(data_dir, name))
-
-
-def _request(record: dict) -> dict:
-    return {"options": record.get("options"), "max_examples": record.get("max_examples")}
-
-
-def _read_json(path) -> Optional[dict]:
-    with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
-        with open(path, encoding="utf-8") as stream:
-            return json.load(stream)
-    return None
 
 
 # ----------------------------------------------------------------------
