@@ -112,17 +112,25 @@ def spacy_parse_rate(sentences: int, processes=(1, 2), lang: str = "en") -> list
     return rows
 
 
-def report(throughput: list[dict], parsing: list[dict], memory: list[dict]) -> str:
-    """The three measurements as text tables."""
-    lines = ["datagen (synthetic_syntax_reorder): workers, examples, seconds, examples/s, "
-             "per process, speed-up"]
-    lines += [f"  {row['workers']}  {row['examples']}  {row['seconds']:.1f}  "
-              f"{row['examples_per_second']:.0f}  {row['examples_per_second_per_process']:.0f}  "
-              f"{row['speed_up']:.2f}x" for row in throughput]
-    lines.append("spaCy parsing: processes, sentences, seconds, sentences/s, speed-up")
-    lines += [f"  {row['processes']}  {row['sentences']}  {row['seconds']:.1f}  "
-              f"{row['sentences_per_second']:.0f}  {row['speed_up']:.2f}x" for row in parsing]
-    lines.append("datagen peak memory (1 worker): train sentences, peak RSS MiB, ratio, seconds")
-    lines += [f"  {row['train_size']}  {row['peak_rss_bytes'] / 2**20:.0f}  "
-              f"{row['ratio_to_smallest']:.2f}  {row['seconds']:.0f}" for row in memory]
+def report(results: dict) -> str:
+    """The measurements present in `results` (`throughput`, `parsing`, `memory`) as text tables."""
+    lines = []
+    if "throughput" in results:
+        lines.append("datagen (synthetic_syntax_reorder): workers, examples, seconds, examples/s, "
+                     "per process, speed-up")
+        lines += [f"  {row['workers']}  {row['examples']}  {row['seconds']:.1f}  "
+                  f"{row['examples_per_second']:.0f}  "
+                  f"{row['examples_per_second_per_process']:.0f}  {row['speed_up']:.2f}x"
+                  for row in results["throughput"]]
+    if "parsing" in results:
+        lines.append("spaCy parsing: processes, sentences, seconds, sentences/s, speed-up")
+        lines += [f"  {row['processes']}  {row['sentences']}  {row['seconds']:.1f}  "
+                  f"{row['sentences_per_second']:.0f}  {row['speed_up']:.2f}x"
+                  for row in results["parsing"]]
+    if "memory" in results:
+        lines.append("datagen peak memory (1 worker): train sentences, peak RSS MiB, ratio, "
+                     "seconds")
+        lines += [f"  {row['train_size']}  {row['peak_rss_bytes'] / 2**20:.0f}  "
+                  f"{row['ratio_to_smallest']:.2f}  {row['seconds']:.0f}"
+                  for row in results["memory"]]
     return "\n".join(lines)

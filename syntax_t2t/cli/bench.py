@@ -201,13 +201,17 @@ def _datagen_benchmark():
     results = {
         "command": " ".join(shlex.quote(arg) for arg in sys.argv),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": measure.machine_description(), "cpu_count": os.cpu_count(),
-        "throughput": datagen_speed.synthetic_throughput(
-            quick.get("train", FLAGS.datagen_train_size)),
-        "parsing": datagen_speed.spacy_parse_rate(quick.get("parse", FLAGS.datagen_parse_sentences)),
-        "memory": datagen_speed.peak_memory(quick.get("memory", memory_sizes)),
-        "load_average_after": measure.load_average()}
-    print(datagen_speed.report(results["throughput"], results["parsing"], results["memory"]))
+        "machine": measure.machine_description(), "cpu_count": os.cpu_count()}
+    # Each part is printed when measured: the memory runs can take an hour.
+    parts = (("throughput", lambda: datagen_speed.synthetic_throughput(
+                  quick.get("train", FLAGS.datagen_train_size))),
+             ("parsing", lambda: datagen_speed.spacy_parse_rate(
+                  quick.get("parse", FLAGS.datagen_parse_sentences))),
+             ("memory", lambda: datagen_speed.peak_memory(quick.get("memory", memory_sizes))))
+    for name, measure_part in parts:
+        results[name] = measure_part()
+        print(datagen_speed.report({name: results[name]}), flush=True)
+    results["load_average_after"] = measure.load_average()
     output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
     os.makedirs(output_dir, exist_ok=True)
     io_utils.atomic_write_text(os.path.join(output_dir, "datagen.json"),
