@@ -165,9 +165,9 @@ class CurreyHeafield(Problem):
                 f"{self.constituency_pattern.format(problem=base_name, split=TRAIN)}")
         return linearize.dependency_tokens(source, self.linearization_words)
 
-    def build_vocabularies(self, samples):
+    def vocabulary_counts(self, samples):
         """Counts the tagged sources, so that both task tags are words of the vocabulary."""
-        return super().build_vocabularies(
+        return super().vocabulary_counts(
             (tagged(source), target) for source, target in samples)
 
     def encode_source(self, source):

@@ -22,7 +22,9 @@ tokenizer, which for a pipeline from `bin/train_parser` is the rule-based
 tokenizer of `spacy.blank(lang)`). A line the parser splits into several
 sentences gives one tree with several ROOT dependents. Parses are cached as
 CoNLL-U in `<tmp_dir>/multi30k/parses/` (`syntax_t2t.parsing.parse_cache`),
-so a re-run does not parse again; another parser gets its own cache file.
+so a re-run does not parse again and an interrupted parse resumes; another
+parser gets its own cache file. `bin/datagen --num_workers=N` parses with a
+spaCy pipeline in N processes.
 
 Target side: tokenised by the rule-based tokenizer of `spacy.blank(target
 language)`, which needs no model. `bin/decode --detokenize` undoes it
@@ -91,9 +93,9 @@ class Multi30kSyntax(Problem):
         return os.path.join(tmp_dir, self.data_subdir, "parses")
 
     def source_parser(self) -> Parser:
-        """The parser of the `parser` option, loaded once."""
+        """The parser of the `parser` option, loaded once, in `datagen_workers` processes."""
         if self._loaded_parser is None:
-            self._loaded_parser = load_parser(self.parser)
+            self._loaded_parser = load_parser(self.parser, num_processes=self.datagen_workers)
         return self._loaded_parser
 
     def parse_source_texts(self, texts) -> list[DependencyTree]:

@@ -24,8 +24,8 @@ from syntax_t2t import registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.download import maybe_download
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.errors import InputError, raise_or_skip
-from syntax_t2t.problem import DEV, TEST, TRAIN, IgnoreSkipped, Problem, TreeTokens
+from syntax_t2t.errors import IgnoreSkipped, InputError, raise_or_skip
+from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, TreeTokens
 
 TREEBANKS = {"cs": "Czech", "de": "German", "en": "English"}
 URL_TEMPLATE = ("https://raw.githubusercontent.com/UniversalDependencies/UD_{treebank}-PUD/"

@@ -318,10 +318,22 @@ class SyntheticSyntaxReorder(Problem):
         return {TRAIN: self.train_size, DEV: self.dev_size, TEST: self.test_size}[split]
 
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
-        """Draws the split's pairs from `random_seed` and the split name; `tmp_dir` is unused."""
+        """Draws the split's pairs (see `generate_records`); `tmp_dir` is unused."""
+        return map(self.sample_of_record, self.generate_records(tmp_dir, split, skip))
+
+    def generate_records(self, tmp_dir, split, skip) -> Iterator[int]:
+        """One seed per pair, drawn from `random_seed` and the split name.
+
+        A pair depends on its seed alone, so datagen workers draw pairs in
+        any order and process and still write the same data.
+        """
         rng = random.Random(f"{self.random_seed}-{split}")
-        lexicon = self.lexicon
         for _ in range(self.split_size(split)):
-            tree = sample_tree(rng, lexicon, rng.randint(self.min_length, self.max_length),
-                               self.root_punct_probability)
-            yield tree, TreeTokens(target_tree(tree, lexicon))
+            yield rng.getrandbits(64)
+
+    def sample_of_record(self, record: int) -> tuple[DependencyTree, TreeTokens]:
+        """The pair of a seed of `generate_records`."""
+        rng = random.Random(record)
+        tree = sample_tree(rng, self.lexicon, rng.randint(self.min_length, self.max_length),
+                           self.root_punct_probability)
+        return tree, TreeTokens(target_tree(tree, self.lexicon))

@@ -116,3 +116,13 @@ def raise_or_skip(error: InputError, skip: Optional[SkipCounter]) -> None:
     if skip is None:
         raise error
     skip.record(error)
+
+
+class IgnoreSkipped(SkipCounter):
+    """Skips bad examples without logging or counting them.
+
+    For passes over data whose bad examples are reported by another pass.
+    """
+
+    def record(self, error: InputError) -> None:
+        pass

@@ -21,12 +21,13 @@ and the base class does the rest:
 * `vocab_sizes(data_dir)` gives models the sizes of their embedding tables,
   and `encode_source` / `decode_targets` serve decoding.
 
-Data generation is atomic and idempotent. Every file is written under a
-temporary name and renamed when complete; the shards are renamed only after
-every split was written, and a completion record `<name>.datagen.json` is
-written last. Only that record makes the data count as complete: an
-interrupted run leaves either the old complete data or no record at all, and
-the next run starts over.
+Data generation (`syntax_t2t.data.datagen_writer`) is atomic and
+idempotent: a completion record `<name>.datagen.json`, written last, makes
+the data count as complete. It runs in one process or in several
+(`num_workers`; the output is the same), and as independent tasks that each
+write their own shards after a vocabulary-only run. Problems whose samples
+are costly to make describe them cheaply in `generate_records` and make
+them in `sample_of_record`, which the workers run.
 
 Options (vocabulary size, split sizes, shard counts, ...) are class
 attributes listed in `option_names`; override them in a subclass or per
@@ -73,27 +74,17 @@ a generated data set holds are in its completion record (`data_feature_keys`).
 """
 
 import collections
-import contextlib
-import itertools
-import json
 import os
-import time
-import uuid
 from typing import Iterator, Optional, Sequence, Union
 
-import numpy as np
-import tensorflow as tf
-from absl import logging
-
-from syntax_t2t import io_utils, registry
-from syntax_t2t.data import pipeline, subword_kinds, subword_syntax
-from syntax_t2t.data.conllu_reader import format_conllu
+from syntax_t2t import registry
+from syntax_t2t.data import datagen_records, pipeline, subword_kinds, subword_syntax
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
                                       split_tree_file, with_bracketed_trees)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
-from syntax_t2t.errors import InputError, SkipCounter
+from syntax_t2t.errors import SkipCounter
 
 TRAIN, DEV, TEST = "train", "dev", "test"
 SPLITS = (TRAIN, DEV, TEST)
@@ -103,6 +94,8 @@ SOURCE_TREE_FEATURES = ("src_heads", "src_deprel", "src_upos", "src_xpos")
 TARGET_TREE_FEATURES = ("tgt_heads",)
 CONSTITUENCY_FEATURES = pipeline.CONSTITUENT_KEYS  # src_const_start, _end, _label
 CONSTITUENCY_VOCABULARY = "const"
+#: Key of `Problem.vocabulary_counts` counting samples, not tokens (not a vocabulary name).
+SAMPLE_COUNTS = "#samples"
 WORD_POSITION_FEATURE = "src_word_position"
 LEMMA_FEATURE = "src_lemma"
 SUBWORD_MODES = ("joint", "separate")
@@ -125,8 +118,6 @@ class TreeTokens(list):
 
 Source = Union[DependencyTree, Sequence[str]]
 Target = Union[DependencyTree, TreeTokens, Sequence[str]]
-
-_PROGRESS_EVERY_SECONDS = 10.0
 
 
 class DataNotGeneratedError(FileNotFoundError):
@@ -173,6 +164,10 @@ class Problem:
     subword_model = subword_kinds.WORDPIECE
     #: Also store the lemma ids of source words (`src_lemma`).
     source_lemmas = False
+
+    #: Processes of the current datagen run (`generate_data`'s `num_workers`);
+    #: problems that parse raw text give their parser as many.
+    datagen_workers = 1
 
     option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed", "subwords",
                     "subword_vocab_size", "subword_model", "source_lemmas")
@@ -267,12 +262,10 @@ class Problem:
         Those its datagen record lists, or without a record (vocabularies
         copied for decoding) those whose file is there.
         """
-        path = self.completion_record_path(data_dir)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as stream:
-                with contextlib.suppress(json.JSONDecodeError):
-                    names = json.load(stream).get("vocabularies", {})
-                    return tuple(name for name in (CONSTITUENCY_VOCABULARY,) if name in names)
+        record = datagen_records.read_json(self.completion_record_path(data_dir))
+        if record is not None:
+            names = record.get("vocabularies", {})
+            return tuple(name for name in (CONSTITUENCY_VOCABULARY,) if name in names)
         return tuple(name for name in (CONSTITUENCY_VOCABULARY,)
                      if os.path.isfile(self.vocabulary_path(data_dir, name)))
 
@@ -290,29 +283,8 @@ class Problem:
 
         A record whose files are not all present counts as absent.
         """
-        record, _ = self._completion_record_and_problem(data_dir)
+        record, _ = datagen_records.read_completion_record(self.completion_record_path(data_dir))
         return record
-
-    def _completion_record_and_problem(self, data_dir: str) -> tuple[Optional[dict], str]:
-        """The complete record, or None and why the data is not complete."""
-        path = self.completion_record_path(data_dir)
-        if not os.path.isfile(path):
-            return None, f"{path} does not exist"
-        with open(path, encoding="utf-8") as stream:
-            try:
-                record = json.load(stream)
-            except json.JSONDecodeError as error:
-                return None, f"{path} is not JSON ({error})"
-        files = list(record.get("vocabularies", {}).values())
-        for shard_names in record.get("shards", {}).values():
-            files.extend(shard_names)
-        if not files:
-            return None, f"{path} lists no files"
-        missing = [name for name in files if not os.path.isfile(os.path.join(data_dir, name))]
-        if missing:
-            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-            return None, f"{len(missing)} of the {len(files)} files it generated are missing: {shown}"
-        return record, ""
 
     def filepaths(self, data_dir: str, split: str) -> list[str]:
         """The TFRecord shards of `split`.
@@ -324,7 +296,8 @@ class Problem:
         return [os.path.join(data_dir, name) for name in record["shards"][split]]
 
     def _require_data(self, data_dir: str) -> dict:
-        record, problem = self._completion_record_and_problem(data_dir)
+        record, problem = datagen_records.read_completion_record(
+            self.completion_record_path(data_dir))
         if record is None:
             raise DataNotGeneratedError(
                 f"no complete data of problem {self.name} in {data_dir} ({problem}); generate it with "
@@ -370,20 +343,29 @@ class Problem:
     def build_vocabularies(self, samples) -> dict[str, Vocabulary]:
         """Counts the tokens and tags of training samples into vocabularies.
 
-        Also a `const` vocabulary of constituent labels when every sample's
-        source carries a bracketed tree (module docstring).
+        `vocabularies_from_counts(vocabulary_counts(samples))`; datagen counts
+        chunks of samples in its workers and adds up their counts.
 
         Raises:
             RawDataError: some sources carry a bracketed tree and others not.
         """
+        return self.vocabularies_from_counts(self.vocabulary_counts(samples))
+
+    def vocabulary_counts(self, samples) -> dict[str, collections.Counter]:
+        """The counts of tokens and tags that `vocabularies_from_counts` builds from.
+
+        One `Counter` per vocabulary name (and `const`, the constituent
+        labels of bracketed trees), plus `SAMPLE_COUNTS`: how many samples,
+        and how many of them with a bracketed tree. Counts of several
+        chunks of samples add up (`Counter.update`) to those of all.
+        """
         counts = {name: collections.Counter()
-                  for name in self.vocabulary_names + (CONSTITUENCY_VOCABULARY,)}
-        num_samples = num_bracketed = 0
+                  for name in self.vocabulary_names + (CONSTITUENCY_VOCABULARY, SAMPLE_COUNTS)}
         for source, target in samples:
             tree = self._check_source(source)
-            counts[INPUTS].update(_tokens(source))
-            counts[TARGETS].update(_tokens(target))
-            num_samples += 1
+            counts[INPUTS].update(sentence_tokens(source))
+            counts[TARGETS].update(sentence_tokens(target))
+            counts[SAMPLE_COUNTS]["samples"] += 1
             if self.has_source_trees:
                 counts["deprel"].update(tree.labels)
                 counts["upos"].update(tree.upos)
@@ -392,8 +374,21 @@ class Problem:
                     counts["lemma"].update(tree.lemmas)
                 bracketed = self._bracketed_tree(tree)
                 if bracketed is not None:
-                    num_bracketed += 1
+                    counts[SAMPLE_COUNTS]["bracketed"] += 1
                     counts[CONSTITUENCY_VOCABULARY].update(bracketed.labels)
+        return counts
+
+    def vocabularies_from_counts(self, counts: dict[str, collections.Counter]) -> dict[str, Vocabulary]:
+        """The vocabularies of `vocabulary_counts`' counts.
+
+        Also a `const` vocabulary of constituent labels when every sample's
+        source carries a bracketed tree (module docstring).
+
+        Raises:
+            RawDataError: some sources carry a bracketed tree and others not.
+        """
+        num_samples = counts[SAMPLE_COUNTS]["samples"]
+        num_bracketed = counts[SAMPLE_COUNTS]["bracketed"]
         if 0 < num_bracketed < num_samples:
             raise RawDataError(
                 f"{self.name}: {num_bracketed} of {num_samples} training sources carry a bracketed "
@@ -456,10 +451,10 @@ class Problem:
         """
         vocabularies = self._loaded_vocabularies()
         if self.subwords:
-            ids, word_index = vocabularies[INPUTS].encode_with_word_index(_tokens(source))
+            ids, word_index = vocabularies[INPUTS].encode_with_word_index(sentence_tokens(source))
             features = {INPUTS: ids.tolist() + [EOS_ID]}
         else:
-            features = {INPUTS: vocabularies[INPUTS].encode(_tokens(source)) + [EOS_ID]}
+            features = {INPUTS: vocabularies[INPUTS].encode(sentence_tokens(source)) + [EOS_ID]}
         if isinstance(source, DependencyTree) and self.has_source_trees:
             features["src_heads"] = [int(head) for head in source.heads]
             features["src_deprel"] = vocabularies["deprel"].encode(source.labels)
@@ -476,7 +471,7 @@ class Problem:
                 features["src_const_label"] = vocabularies[CONSTITUENCY_VOCABULARY].encode(
                     bracketed.labels)
             if self.subwords:
-                features = _projected_to_subwords(features, word_index)
+                features = subword_syntax.projected_source_features(features, word_index)
         elif self.subwords and self.has_source_trees:
             # Plain-text sources too: decoding reads parses back onto words.
             features[WORD_POSITION_FEATURE] = (word_index + 1).tolist()
@@ -489,7 +484,7 @@ class Problem:
         features = self.encode_source(source)
         vocabulary = self._loaded_vocabularies()[TARGETS]
         if not self.has_target_trees:
-            features[TARGETS] = vocabulary.encode(_tokens(target)) + [EOS_ID]
+            features[TARGETS] = vocabulary.encode(sentence_tokens(target)) + [EOS_ID]
             return features
         tree = target if isinstance(target, DependencyTree) else getattr(target, "tree", None)
         if tree is None:
@@ -526,72 +521,52 @@ class Problem:
     # Data generation.
 
     def generate_data(self, data_dir: str, tmp_dir: str, max_examples: Optional[int] = None,
-                      overwrite: bool = False, skip: Optional[SkipCounter] = None) -> dict:
+                      overwrite: bool = False, skip: Optional[SkipCounter] = None,
+                      num_workers: int = 1, task=None, only_vocab: bool = False) -> dict:
         """Writes vocabularies and TFRecord shards of every split to `data_dir`.
 
-        Args:
-            data_dir: output directory (created if needed).
-            tmp_dir: raw data directory, passed to `generate_samples`.
-            max_examples: keep at most this many examples per split.
-            overwrite: regenerate even if complete data is there.
-            skip: under `--skip_bad_examples`, the counter of skipped examples.
+        Raw data comes from `tmp_dir` (passed to `generate_samples`); at most
+        `max_examples` per split are kept; complete data already there is
+        kept unless `overwrite`; `skip` counts the bad examples skipped under
+        `--skip_bad_examples`. `num_workers` processes make and encode the
+        samples (and parse, for problems that parse raw text) without
+        changing the output; `task` (a `datagen_writer.DatagenTask`) writes
+        only its shards, with the vocabularies an `only_vocab` run built.
+        See `syntax_t2t.data.datagen_writer`.
 
         Returns:
             The completion record: `counts` per split, file names, options,
-            `kept_existing` (True when complete data was already there) and
-            `differs_from_request` (True when that kept data was generated
-            with other options or `max_examples`).
+            `complete` (False, with the task's record, while other tasks are
+            still to finish), `kept_existing` and `differs_from_request`
+            (complete data kept, generated with other options).
 
         Raises:
             InputError: bad raw data (unless `skip` is given).
+            DataNotGeneratedError: a task found no matching vocabularies.
         """
-        os.makedirs(data_dir, exist_ok=True)
-        io_utils.remove_orphaned_temporaries(data_dir, self.name)
-        requested = {"options": _jsonable(self.options()), "max_examples": max_examples}
-        record = None if overwrite else self.completion_record(data_dir)
-        if record is not None:
-            previous = {"options": record.get("options"), "max_examples": record.get("max_examples")}
-            differs = previous != requested
-            if differs:
-                logging.warning(
-                    "%s: kept existing data in %s although it was generated with %s, not %s; "
-                    "pass --overwrite to regenerate it", self.name, data_dir, previous, requested)
-            else:
-                logging.info("%s: complete data already in %s (%s); kept it, pass --overwrite to "
-                             "regenerate", self.name, data_dir, _counts_text(record["counts"]))
-            return dict(record, kept_existing=True, differs_from_request=differs)
+        # Imported here: the writer imports this module's names.
+        from syntax_t2t.data import datagen_writer
 
-        # Without a completion record, whatever is in data_dir is incomplete.
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.completion_record_path(data_dir))
+        self.datagen_workers = num_workers
+        return datagen_writer.generate_data(
+            self, data_dir, tmp_dir, max_examples=max_examples, overwrite=overwrite, skip=skip,
+            num_workers=num_workers, task=task or datagen_writer.DatagenTask(),
+            only_vocab=only_vocab)
 
-        start = time.monotonic()
-        vocabularies = self._generate_vocabularies(data_dir, tmp_dir, max_examples, skip)
-        self._vocabularies, self._vocabulary_dir = vocabularies, os.path.abspath(data_dir)
-        counts, shards = self._write_shards(data_dir, tmp_dir, max_examples, skip)
+    def generate_records(self, tmp_dir: str, split: str,
+                         skip: Optional[SkipCounter]) -> Iterator:
+        """Cheap, picklable descriptions of the split's samples, in order.
 
-        record = dict(requested, problem=self.name, counts=counts,
-                      feature_keys=list(self.feature_keys) + (
-                          list(CONSTITUENCY_FEATURES)
-                          if CONSTITUENCY_VOCABULARY in vocabularies else []),
-                      vocabularies={name: os.path.basename(self.vocabulary_path(data_dir, name))
-                                    for name in vocabularies},
-                      vocab_sizes={name: len(vocab) for name, vocab in vocabularies.items()},
-                      shards=shards, skipped=skip.counts if skip is not None else {})
-        io_utils.atomic_write_text(self.completion_record_path(data_dir),
-                                   json.dumps(record, indent=2, sort_keys=True) + "\n")
-        logging.info("%s: wrote %s to %s in %.1f s", self.name, _counts_text(counts), data_dir,
-                     time.monotonic() - start)
-        return dict(record, kept_existing=False, differs_from_request=False)
+        Datagen reads them in one process and lets its workers turn them into
+        samples with `sample_of_record`, so a problem whose samples are costly
+        to make (sampled, parsed) describes them here and makes them there.
+        The default: the samples themselves.
+        """
+        return self.generate_samples(tmp_dir, split, skip)
 
-    def _samples(self, tmp_dir, split, max_examples, skip, stage):
-        samples = self.generate_samples(tmp_dir, split, skip)
-        trees_path = self.source_trees_path(tmp_dir, split)
-        if trees_path is not None:
-            samples = self._with_source_trees(samples, trees_path, skip)
-        if max_examples is not None:
-            samples = itertools.islice(samples, max_examples)
-        return _with_progress(samples, f"{self.name} {split} ({stage})")
+    def sample_of_record(self, record) -> tuple[Source, Target]:
+        """The sample a record of `generate_records` describes (default: the record)."""
+        return record
 
     def source_trees_path(self, tmp_dir: Optional[str], split: str) -> Optional[str]:
         """The split's file of bracketed source trees (plain or `.gz`), or None.
@@ -607,49 +582,6 @@ class Problem:
         """`samples` whose sources carry the trees of `path` (`bracketed.with_bracketed_trees`)."""
         return with_bracketed_trees(samples, path, skip, f"{self.name} has sentences in this split")
 
-    def _generate_vocabularies(self, data_dir, tmp_dir, max_examples, skip) -> dict:
-        logging.info("%s: counting the training split for the vocabularies", self.name)
-        # The shard-writing pass meets the same bad examples again and
-        # reports them; this pass only has to skip them.
-        quiet_skip = IgnoreSkipped() if skip is not None else None
-        vocabularies = self.build_vocabularies(
-            self._samples(tmp_dir, TRAIN, max_examples, quiet_skip, "counting"))
-        for name, vocab in vocabularies.items():
-            vocab.save(self.vocabulary_path(data_dir, name))
-            logging.info("%s: vocabulary %s has %d entries", self.name, name, len(vocab))
-        if CONSTITUENCY_VOCABULARY not in vocabularies:
-            # An earlier run's labels must not make decoding read trees.
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.vocabulary_path(data_dir, CONSTITUENCY_VOCABULARY))
-        return vocabularies
-
-    def _write_shards(self, data_dir, tmp_dir, max_examples, skip):
-        counts, shards, written = {}, {}, []
-        try:
-            for split in SPLITS:
-                paths = [self.shard_path(data_dir, split, index, self.num_shards[split])
-                         for index in range(self.num_shards[split])]
-                temporaries = [_temporary_name(path) for path in paths]
-                written.extend(zip(temporaries, paths))
-                raw = self.raw_paths(data_dir, split) if split != TRAIN else {}
-                raw_temporaries = {kind: _temporary_name(path) for kind, path in raw.items()}
-                written.extend((raw_temporaries[kind], path) for kind, path in raw.items())
-                counts[split] = self._write_split(
-                    split, temporaries, self._samples(tmp_dir, split, max_examples, skip, "writing"),
-                    raw_temporaries)
-                shards[split] = [os.path.basename(path) for path in paths]
-            # Renaming only now keeps any earlier run's complete shards intact
-            # until every split of this run has been written.
-            for temporary, path in written:
-                os.replace(temporary, path)
-        except BaseException:
-            for temporary, _ in written:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(temporary)
-            raise
-        self._remove_stale_shards(data_dir, {path for _, path in written})
-        return counts, shards
-
     def raw_paths(self, data_dir: str, split: str) -> dict[str, str]:
         """Plain-text copies of a dev or test split, for decoding and scoring.
 
@@ -660,45 +592,6 @@ class Problem:
         suffix = "conllu" if self.has_source_trees else "txt"
         return {"source": os.path.join(data_dir, f"{self.name}-{split}.src.{suffix}"),
                 "reference": os.path.join(data_dir, f"{self.name}-{split}.ref.txt")}
-
-    def _write_split(self, split, temporaries, samples, raw_temporaries=None) -> int:
-        writers = [tf.io.TFRecordWriter(path) for path in temporaries]
-        raw_files = {kind: open(path, "w", encoding="utf-8")
-                     for kind, path in (raw_temporaries or {}).items()}
-        count = 0
-        bracketed = CONSTITUENCY_VOCABULARY in self._loaded_vocabularies()
-        try:
-            for sample in samples:
-                features = self.encode(sample)
-                if bracketed and CONSTITUENCY_FEATURES[0] not in features:
-                    raise RawDataError(
-                        f"{self.name}: sentence {count + 1} of the {split} split has no bracketed "
-                        f"tree, but the training sentences have; every split needs them")
-                writers[count % len(writers)].write(pipeline.serialize_example(features))
-                if raw_files:
-                    source, target = sample
-                    raw_files["source"].write(
-                        format_conllu([source]) if self.has_source_trees
-                        else " ".join(_tokens(source)) + "\n")
-                    raw_files["reference"].write(" ".join(_tokens(target)) + "\n")
-                count += 1
-        finally:
-            for writer in writers:
-                writer.close()
-            for raw_file in raw_files.values():
-                raw_file.close()
-        if count == 0:
-            logging.warning("%s: the %s split is empty", self.name, split)
-        return count
-
-    def _remove_stale_shards(self, data_dir, current):
-        """Removes shards of an earlier run with other shard counts."""
-        prefix = f"{self.name}-"
-        for name in os.listdir(data_dir):
-            path = os.path.join(data_dir, name)
-            if (name.startswith(prefix) and "-of-" in name and path not in current
-                    and any(name.startswith(f"{prefix}{split}-") for split in SPLITS)):
-                os.remove(path)
 
     # ------------------------------------------------------------------
     # Input pipeline.
@@ -716,65 +609,6 @@ class Problem:
             counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
 
 
-class IgnoreSkipped(SkipCounter):
-    """Skips bad examples without logging or counting them.
-
-    For passes over data whose bad examples are reported by another pass.
-    """
-
-    def record(self, error: InputError) -> None:
-        pass
-
-
-def _with_progress(samples, label):
-    """Passes `samples` through, logging how many went by and how fast."""
-    count, start = 0, time.monotonic()
-    last_report = start
-    for sample in samples:
-        yield sample
-        count += 1
-        now = time.monotonic()
-        if now - last_report >= _PROGRESS_EVERY_SECONDS:
-            logging.info("%s: %d examples (%.0f examples/s)", label, count, count / (now - start))
-            last_report = now
-    elapsed = max(time.monotonic() - start, 1e-9)
-    logging.info("%s: %d examples (%.0f examples/s)", label, count, count / elapsed)
-
-
-def _projected_to_subwords(features: dict, word_index) -> dict:
-    """Word-level source syntax features moved onto subwords (module docstring).
-
-    A constituent of words `s .. e` covers their subwords, from the first of
-    `s` to the last of `e`.
-    """
-    heads = subword_syntax.first_subword_heads(word_index, features["src_heads"])
-    projected = {INPUTS: features[INPUTS], "src_heads": heads.tolist(),
-                 WORD_POSITION_FEATURE: (word_index + 1).tolist()}
-    if "src_const_start" in features:
-        first, last = subword_syntax.word_spans(word_index)
-        projected["src_const_start"] = (first[np.asarray(features["src_const_start"]) - 1]
-                                        + 1).tolist()
-        projected["src_const_end"] = (last[np.asarray(features["src_const_end"]) - 1] + 1).tolist()
-        projected["src_const_label"] = features["src_const_label"]
-    for key, values in features.items():
-        if key not in projected:
-            projected[key] = subword_syntax.copy_to_subwords(values, word_index).tolist()
-    return projected
-
-
-def _tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:
+def sentence_tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:
+    """The tokens of a tree or token list."""
     return sentence.tokens if isinstance(sentence, DependencyTree) else sentence
-
-
-def _temporary_name(path: str) -> str:
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
-
-
-def _counts_text(counts: dict) -> str:
-    return ", ".join(f"{counts[split]} {split}" for split in SPLITS if split in counts)
-
-
-def _jsonable(value):
-    """Options as JSON would read them back (tuples become lists)."""
-    return json.loads(json.dumps(value))

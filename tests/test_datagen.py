@@ -68,7 +68,8 @@ def test_idempotent_unless_overwrite(tmp_path, capsys, caplog, run_datagen):
     assert "synthetic_syntax_reorder: wrote 40 train, 40 dev, 40 test examples" in out
     assert any("examples/s" in message for message in caplog.messages)
     before = _mtimes(data_dir)
-    assert len(before) == 14  # 5 vocabularies, 4 shards, 4 dev/test text files, the record
+    # 5 vocabularies and their record, 4 shards, 4 dev/test text files, the completion record
+    assert len(before) == 15
 
     out = run_datagen(capsys, **common)
     assert "kept it (pass --overwrite to regenerate)" in out

@@ -2,47 +2,20 @@
 
 import gzip
 import os
+import signal
+import subprocess
+import sys
+import time
 
-import numpy as np
 import pytest
 
-from parser_fixtures import untrained_pipeline_dir
+from parser_fixtures import ChainParser, untrained_pipeline_dir
 from syntax_t2t.data.conllu_reader import write_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError
 from syntax_t2t.parsing import parse_cache
-from syntax_t2t.parsing.parser import Parser, ParserError
+from syntax_t2t.parsing.parser import ParserError
 from syntax_t2t.parsing.spacy_adapter import SpacyParser
-
-
-class ChainParser(Parser):
-    """A reference parser: words are the whitespace-separated pieces, each attached to
-    the one before it (the first to ROOT); counts the sentences it parses."""
-
-    def __init__(self, version="1", fail_after=None, drop_last=False):
-        self.spec = f"chain:{version}"
-        self.version = version
-        self.fail_after = fail_after
-        self.drop_last = drop_last
-        self.parsed = []
-
-    def _tree(self, words):
-        if self.fail_after is not None and len(self.parsed) >= self.fail_after:
-            raise RuntimeError("parser crashed")
-        self.parsed.append(list(words))
-        return DependencyTree.from_heads(words, np.arange(len(words)), labels=["dep"] * len(words))
-
-    def parse_texts(self, texts):
-        texts = list(texts)
-        for text in texts[:-1] if self.drop_last else texts:
-            yield self._tree(text.split())
-
-    def parse_tokens(self, sentences):
-        for words in sentences:
-            yield self._tree(list(words))
-
-    def fingerprint(self, pretokenized):
-        return {"library": "chain", "version": self.version}
 
 
 def _write_lines(path, lines: list[bytes]):
@@ -105,15 +78,24 @@ def test_pretokenised_lines_keep_their_words(tmp_path):
         "Do n't stop", "U.S.A. !"]
 
 
-def test_an_interrupted_parse_leaves_no_cache(tmp_path, source):
+def test_an_interrupted_parse_leaves_no_cache_and_resumes(tmp_path, source):
+    cache = tmp_path / "parses"
+    path = parse_cache.cache_path(ChainParser(), source, cache)
     with pytest.raises(RuntimeError, match="parser crashed"):
-        parse_cache.parse_file(ChainParser(fail_after=1), source, tmp_path / "parses")
-    assert os.listdir(tmp_path / "parses") == []
+        parse_cache.parse_file(ChainParser(fail_after=2), source, cache, chunk_lines=1)
+    assert not os.path.exists(path)
+    # Lines 1 and 3 were committed; the next run parses only line 5.
+    resumed = ChainParser()
+    assert parse_cache.parse_file(resumed, source, cache, chunk_lines=1) == path
+    assert resumed.parsed == [["x"]]
+    assert sorted(os.listdir(cache)) == [os.path.basename(path)]
+    assert [line for line, _ in parse_cache.read_parses(path)] == [1, 3, 5]
 
 
 def test_a_parser_that_loses_lines_is_an_error(tmp_path, source):
     with pytest.raises(ParserError, match="returned 2 trees for the 3 lines of .*train.cs"):
         parse_cache.parse_file(ChainParser(drop_last=True), source, tmp_path / "parses")
+    # Its trees may be misaligned with the lines: nothing is kept to resume from.
     assert os.listdir(tmp_path / "parses") == []
 
 
@@ -142,3 +124,61 @@ def test_spacy_parses_from_the_cache_equal_direct_parses(tmp_path):
         (t.tokens, t.heads.tolist(), t.labels, t.xpos) for t in direct]
     assert os.path.basename(parse_cache.cache_path(parser, source, tmp_path / "parses")).startswith(
         "val.cs.spacy.")
+
+
+def _numbered_lines(directory, count):
+    directory.mkdir(exist_ok=True)
+    return _write_lines(directory / "big.cs", [f"věta {i} má {i % 5 + 1} slov".encode()
+                                              if i % 17 else b"" for i in range(count)])
+
+
+def test_torn_writes_after_the_last_commit_are_dropped(tmp_path):
+    source = _numbered_lines(tmp_path / "raw", 60)
+    whole = parse_cache.parse_file(ChainParser(), source, tmp_path / "whole", chunk_lines=4)
+    cache = tmp_path / "torn"
+    with pytest.raises(RuntimeError, match="parser crashed"):
+        parse_cache.parse_file(ChainParser(fail_after=22), source, cache, chunk_lines=4)
+    path = parse_cache.cache_path(ChainParser(), source, cache)
+    # As if killed while writing the next chunk and its index line.
+    with open(path + parse_cache.PARTIAL_SUFFIX, "ab") as stream:
+        stream.write(gzip.compress(b"1\thalf")[:9])
+    with open(path + parse_cache.INDEX_SUFFIX, "a") as stream:
+        stream.write("99999 4")
+    resumed = ChainParser()
+    parse_cache.parse_file(resumed, source, cache, chunk_lines=4)
+    assert len(resumed.parsed) == 56 - 20  # 56 parsable lines, 5 chunks of 4 committed
+    with open(whole, "rb") as expected, open(path, "rb") as actual:
+        assert actual.read() == expected.read()
+
+
+def test_a_killed_parse_resumes_to_the_same_cache(tmp_path):
+    source = _numbered_lines(tmp_path / "raw", 400)
+    whole = parse_cache.parse_file(ChainParser(), source, tmp_path / "whole", chunk_lines=7)
+    cache = tmp_path / "killed"
+    path = parse_cache.cache_path(ChainParser(), source, cache)
+    index = path + parse_cache.INDEX_SUFFIX
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = (f"import sys; sys.path[:0] = [{repo!r}, {os.path.join(repo, 'tests')!r}]\n"
+              "from parser_fixtures import ChainParser\n"
+              "from syntax_t2t.parsing import parse_cache\n"
+              f"parse_cache.parse_file(ChainParser(delay=0.02), {source!r}, {str(cache)!r}, "
+              "chunk_lines=7)\n")
+    process = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        while not (os.path.isfile(index) and len(open(index).readlines()) >= 3):
+            assert process.poll() is None and time.monotonic() < deadline, "no commits to kill at"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    assert not os.path.exists(path)
+    committed = int(open(index).read().split()[-1])
+    assert committed >= 21
+    resumed = ChainParser()
+    assert parse_cache.parse_file(resumed, source, cache, chunk_lines=7) == path
+    assert len(resumed.parsed) == 376 - committed  # 376 parsable lines: none lost, none twice
+    with open(whole, "rb") as expected, open(path, "rb") as actual:
+        assert actual.read() == expected.read()
+    assert [line for line, _ in parse_cache.read_parses(path)] == [
+        number for number in range(1, 401) if (number - 1) % 17]

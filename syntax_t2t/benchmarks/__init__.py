@@ -10,4 +10,5 @@
 | `torch_peer.py` | a same-shape PyTorch `nn.Transformer` training step |
 | `flops.py` | analytic FLOPs per step and the measured peak matmul rate (MFU) |
 | `report.py` | the targets, the table, JSON and the bar chart |
+| `datagen_speed.py` | `--datagen`: datagen examples/s with 1 and 2 workers, spaCy parsing sentences/s, datagen peak memory |
 """

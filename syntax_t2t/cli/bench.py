@@ -15,6 +15,7 @@ See docs/performance.md.
 
 import contextlib
 import datetime
+import json
 import os
 import shlex
 import sys
@@ -24,7 +25,7 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks import (decoding_speed, flops, measure, report, scaling,
+from syntax_t2t.benchmarks import (datagen_speed, decoding_speed, flops, measure, report, scaling,
                                    training_throughput)
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
@@ -45,6 +46,16 @@ DEFAULT_HPARAMS_SET = "transformer_small"
 DEFAULT_OUTPUT_DIR = "bench_results"
 PARTS = ("training", "scaling", "decoding", "torch", "precision")
 
+flags.DEFINE_bool("datagen", False, "Benchmark data preparation instead (and only): datagen "
+                  "examples/s with 1 and 2 workers, spaCy parsing at 1 and 2 processes, peak "
+                  "memory of datagen at --datagen_memory_sizes (syntax_t2t/benchmarks/"
+                  "datagen_speed.py).")
+flags.DEFINE_integer("datagen_train_size", 20_000, "Training pairs of the --datagen speed runs.",
+                     lower_bound=1)
+flags.DEFINE_integer("datagen_parse_sentences", 4_000, "Sentences of the --datagen parsing runs.",
+                     lower_bound=1)
+flags.DEFINE_list("datagen_memory_sizes", ["100000", "1000000"],
+                  "Training-set sizes of the --datagen peak-memory runs.")
 flags.DEFINE_bool("quick", False, "A CI-sized run: small batches, few repetitions, two "
                   "lengths, short decoding, no relative combinations.")
 flags.DEFINE_list("models", [], "Models to time (default: every registered model).")
@@ -191,9 +202,39 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_
     return measured, torch_results
 
 
+def _datagen_benchmark():
+    """`--datagen`: prints and writes (datagen.json) the data-preparation figures."""
+    try:
+        memory_sizes = [int(size) for size in FLAGS.datagen_memory_sizes]
+    except ValueError as error:
+        raise common.UsageError(f"--datagen_memory_sizes: {error}") from error
+    quick = {"train": 1_000, "parse": 200, "memory": [1_000, 4_000]} if FLAGS.quick else {}
+    print(f"datagen benchmark (load average {measure.load_average()})", flush=True)
+    results = {
+        "command": " ".join(shlex.quote(arg) for arg in sys.argv),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": measure.machine_description(), "cpu_count": os.cpu_count()}
+    # Each part is printed when measured: the memory runs can take an hour.
+    parts = (("throughput", lambda: datagen_speed.synthetic_throughput(
+                  quick.get("train", FLAGS.datagen_train_size))),
+             ("parsing", lambda: datagen_speed.spacy_parse_rate(
+                  quick.get("parse", FLAGS.datagen_parse_sentences))),
+             ("memory", lambda: datagen_speed.peak_memory(quick.get("memory", memory_sizes))))
+    for name, measure_part in parts:
+        results[name] = measure_part()
+        print(datagen_speed.report({name: results[name]}), flush=True)
+    results["load_average_after"] = measure.load_average()
+    output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
+    os.makedirs(output_dir, exist_ok=True)
+    io_utils.atomic_write_text(os.path.join(output_dir, "datagen.json"),
+                               json.dumps(results, indent=2) + "\n")
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.datagen:
+        return _datagen_benchmark()
     if torch_peer is None and "torch" not in FLAGS.skip:
         raise common.UsageError("the PyTorch peer needs torch, which is not installed: pass "
                                 "--skip=torch, or install it (pip install -e '.[stanza]'; see "

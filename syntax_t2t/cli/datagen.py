@@ -11,6 +11,17 @@ under a temporary name and renamed when complete (see `syntax_t2t.problem`).
 Progress (examples, examples/s) is logged; with `--skip_bad_examples` bad
 examples are logged, skipped and counted by reason instead of stopping the
 run.
+
+Scaling (see `syntax_t2t.data.datagen_writer` and docs/performance.md):
+`--num_workers=N` makes samples, encodes them (and parses raw text) in N
+processes, writing the same shards as one process; `--num_shards` sets the
+number of training shards. Independent jobs (machines, cluster tasks) share
+the work: build the vocabularies once, then run each task with the same
+flags; the last task to finish writes the completion record:
+
+    bin/datagen --problem=P --data_dir=D --tmp_dir=T --num_shards=100 --only_vocab
+    bin/datagen --problem=P --data_dir=D --tmp_dir=T --num_shards=100 \\
+        --task_id=$I --num_tasks=10 --num_workers=8          # for I in 0..9
 """
 
 import os
@@ -22,7 +33,8 @@ from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.parsing.parser import ParserError
-from syntax_t2t.problem import SPLITS, RawDataError
+from syntax_t2t.data.datagen_writer import DatagenTask
+from syntax_t2t.problem import SPLITS, TRAIN, RawDataError
 
 FLAGS = flags.FLAGS
 
@@ -44,6 +56,28 @@ if "parser" not in FLAGS:
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "data_dir", "random_seed", "parser"):
     flags.declare_key_flag(_name)
+flags.DEFINE_integer("num_workers", 1, "Processes that make, encode (and parse) the samples; "
+                     "the output does not depend on it.", lower_bound=1)
+flags.DEFINE_integer("num_shards", None, "Training shards (default: the problem's).", lower_bound=1)
+flags.DEFINE_integer("task_id", None, "This job's task, 0 <= task_id < --num_tasks: write only "
+                     "the shards j with j % num_tasks == task_id, with the vocabularies of an "
+                     "--only_vocab run.", lower_bound=0)
+flags.DEFINE_integer("num_tasks", None, "The number of independent datagen tasks.", lower_bound=1)
+flags.DEFINE_bool("only_vocab", False, "Only build the vocabularies (run once before the tasks).")
+
+
+def _task():
+    if (FLAGS.task_id is None) != (FLAGS.num_tasks is None):
+        raise common.UsageError("--task_id and --num_tasks go together")
+    if FLAGS.task_id is None:
+        return DatagenTask()
+    if FLAGS.only_vocab:
+        raise common.UsageError("--only_vocab builds the vocabularies for all tasks: run it once, "
+                                "without --task_id and --num_tasks")
+    if FLAGS.task_id >= FLAGS.num_tasks:
+        raise common.UsageError(f"--task_id={FLAGS.task_id} must be below "
+                                f"--num_tasks={FLAGS.num_tasks}")
+    return DatagenTask(FLAGS.task_id, FLAGS.num_tasks)
 
 
 def main(argv):
@@ -64,11 +98,25 @@ def main(argv):
             raise common.UsageError(f"--{name}={value} and --problem_options {name}="
                                     f"{options[name]} differ")
         options[name] = value
+    if FLAGS.num_shards is not None:
+        options["num_shards"] = dict(problem_class.num_shards, **{TRAIN: FLAGS.num_shards})
+    task = _task()
     problem = problem_class(**options)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
 
     record = problem.generate_data(FLAGS.data_dir, FLAGS.tmp_dir, max_examples=FLAGS.max_examples,
-                                   overwrite=FLAGS.overwrite, skip=skip)
+                                   overwrite=FLAGS.overwrite, skip=skip,
+                                   num_workers=FLAGS.num_workers, task=task,
+                                   only_vocab=FLAGS.only_vocab)
+    if FLAGS.only_vocab:
+        sizes = ", ".join(f"{name} {size}" for name, size in record["vocab_sizes"].items())
+        print(f"{problem.name}: {'kept the' if record['kept_existing'] else 'wrote'} vocabularies "
+              f"in {FLAGS.data_dir} ({sizes})")
+        return
+    if not record["complete"]:
+        print(f"{problem.name}: task {task.task_id} of {task.num_tasks} wrote its shards to "
+              f"{FLAGS.data_dir}; the data is complete when every task has finished")
+        return
 
     counts = ", ".join(f"{record['counts'][split]} {split}" for split in SPLITS)
     if record["kept_existing"]:

@@ -315,3 +315,31 @@ def word_index_from_counts(pieces_per_word: Sequence[int]) -> np.ndarray:
     if counts.ndim != 1 or counts.size == 0 or counts.dtype.kind not in "iu" or np.any(counts < 1):
         raise ValueError(f"pieces_per_word must be positive integers, one per word, got {counts.tolist()}")
     return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+
+
+def projected_source_features(features: dict, word_index) -> dict:
+    """A sentence's word-level source features moved onto its subwords.
+
+    `src_heads` become first-subword heads (`first_subword_heads`), a
+    constituent of words `s .. e` covers their subwords from the first of `s`
+    to the last of `e`, `src_word_position` is added, and every other
+    per-word feature is copied to each subword of its word.
+
+    Args:
+        features: `inputs` (already subword ids), `src_heads` and per-word
+            features such as `src_deprel`, optionally `src_const_*`.
+        word_index: the 0-based word of each subword.
+    """
+    heads = first_subword_heads(word_index, features["src_heads"])
+    projected = {"inputs": features["inputs"], "src_heads": heads.tolist(),
+                 "src_word_position": (np.asarray(word_index) + 1).tolist()}
+    if "src_const_start" in features:
+        first, last = word_spans(word_index)
+        projected["src_const_start"] = (first[np.asarray(features["src_const_start"]) - 1]
+                                        + 1).tolist()
+        projected["src_const_end"] = (last[np.asarray(features["src_const_end"]) - 1] + 1).tolist()
+        projected["src_const_label"] = features["src_const_label"]
+    for key, values in features.items():
+        if key not in projected:
+            projected[key] = copy_to_subwords(values, word_index).tolist()
+    return projected

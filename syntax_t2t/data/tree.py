@@ -146,6 +146,12 @@ class DependencyTree:
             comments={} if comments is None else comments,
         )
 
+    def __reduce__(self):
+        # `comments` is a read-only view, which pickle cannot copy: rebuild
+        # from a plain dict (datagen workers exchange trees by pickle).
+        return (type(self), (self.tokens, self.heads, self.labels, self.lemmas, self.upos,
+                             self.xpos, dict(self.comments)))
+
     def __len__(self) -> int:
         return len(self.tokens)
 

@@ -5,7 +5,8 @@
   line into several sentences;
 * `spacy_adapter.py`, `stanza_adapter.py`: the two adapters;
 * `parser_spec.py`: `--parser=spacy:MODEL` / `--parser=stanza:LANG[:MODEL_DIR]`;
-* `parse_cache.py`: parses of a text file, cached as CoNLL-U;
+* `parse_cache.py`: parses of a text file, cached as CoNLL-U (streamed in
+  committed chunks; an interrupted parse resumes);
 * `spacy_training.py`: training a spaCy tagger and parser on UD CoNLL-U
   (`bin/train_parser`).
 

@@ -10,8 +10,20 @@ problem's `tmp_dir`) and read from there by every later run:
 version and a digest of its model files), the input form (raw text or
 pre-tokenised) and the SHA-256 of the input's decompressed content. Another
 model, another input or another input form gets another file, so a stale
-parse is never read. The file is written atomically: an interrupted run
-leaves no cache behind.
+parse is never read.
+
+Streaming and resuming. The input is read and parsed as a stream, and the
+trees are appended to `<cache file>.partial` in chunks of `chunk_lines`
+trees, each chunk one gzip member (a gzip file may hold several). After a
+chunk is on disk (fsync), a line `<bytes> <last source line> <trees>` is
+appended to the committed-chunks index `<cache file>.partial.index` (fsync
+again). Memory stays constant whatever the file's size. A parse interrupted
+at any point (even killed) resumes in the next run from the last committed
+chunk: the partial file is cut back to the committed bytes and parsing
+continues after the committed line, so nothing is lost or duplicated, and
+the finished cache is the same file an uninterrupted run writes. When the
+last chunk is committed the partial file is renamed to the cache file: a
+cache file is always complete.
 
 The parsed lines are those that decode as UTF-8 and are not blank; each tree
 carries `# source_line = N` (its 1-based line in the input) and
@@ -20,8 +32,12 @@ reader of the input file reports them (e.g. `parallel_text.read_parallel`
 rejects exactly these lines).
 """
 
+import collections
+import contextlib
 import dataclasses
+import gzip
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -30,7 +46,7 @@ from typing import Iterable, Iterator, Optional, Union
 from absl import logging
 
 from syntax_t2t import io_utils
-from syntax_t2t.data.conllu_reader import read_conllu, write_conllu
+from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError
 from syntax_t2t.parsing.parser import Parser, ParserError
@@ -40,6 +56,10 @@ PathLike = Union[str, os.PathLike]
 SOURCE_LINE, TEXT = "source_line", "text"
 _KEY_HEX_DIGITS = 16
 _PROGRESS_EVERY_SECONDS = 30.0
+#: Trees per committed chunk of a cache being written: an interrupted parse
+#: loses at most this many, and each commit costs two fsyncs.
+CHUNK_LINES = 1000
+PARTIAL_SUFFIX, INDEX_SUFFIX = ".partial", ".partial.index"
 
 
 def parsable_lines(path: PathLike, passed_over: Optional[list] = None) -> Iterator[tuple[int, str]]:
@@ -82,8 +102,11 @@ def cache_path(parser: Parser, input_path: PathLike, cache_dir: PathLike,
 
 
 def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
-               pretokenized: bool = False) -> str:
+               pretokenized: bool = False, chunk_lines: int = CHUNK_LINES) -> str:
     """Parses the lines of `input_path` unless their parses are cached.
+
+    Resumes an interrupted parse of the same input by the same parser (see
+    the module docstring).
 
     Args:
         parser: the parser.
@@ -91,19 +114,123 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
         cache_dir: the cache directory (created if needed).
         pretokenized: lines are whitespace-separated words to keep as they
             are (`parse_tokens`), not raw text (`parse_texts`).
+        chunk_lines: trees per committed chunk.
 
     Returns:
         The path of the CoNLL-U cache file.
+
+    Raises:
+        ParserError: the parser returned more or fewer trees than lines; the
+            partial parse is removed, since its trees may be misaligned.
     """
     path = cache_path(parser, input_path, cache_dir, pretokenized)
     if os.path.isfile(path):
         logging.info("using the cached parses %s of %s", path, os.fspath(input_path))
         return path
     os.makedirs(os.fspath(cache_dir), exist_ok=True)
-    logging.info("parsing %s with %s (cache: %s)", os.fspath(input_path), parser.spec, path)
-    total, trees = parse_lines(parser, input_path, pretokenized)
-    write_conllu(_with_progress(trees, total, os.fspath(input_path)), path)
+    partial, index = path + PARTIAL_SUFFIX, path + INDEX_SUFFIX
+    committed = _committed_chunks(partial, index)
+    if committed.trees:
+        logging.info("resuming the parse of %s after line %d (%d trees already in %s)",
+                     os.fspath(input_path), committed.last_line, committed.trees, partial)
+    else:
+        logging.info("parsing %s with %s (cache: %s)", os.fspath(input_path), parser.spec, path)
+    lines = ((number, text) for number, text in parsable_lines(input_path)
+             if number > committed.last_line)
+    trees = _with_progress(_parsed(parser, lines, pretokenized, os.fspath(input_path)),
+                           committed.trees, os.fspath(input_path))
+    try:
+        with open(partial, "ab") as data, open(index, "a", encoding="ascii") as commits:
+            offset, count = committed.offset, committed.trees
+            while chunk := list(itertools.islice(trees, chunk_lines)):
+                # mtime=0: the same trees give the same bytes, resumed or not.
+                member = gzip.compress(format_conllu(tree for _, tree in chunk).encode("utf-8"),
+                                       mtime=0)
+                data.write(member)
+                _sync(data)
+                offset, count = offset + len(member), count + len(chunk)
+                commits.write(f"{offset} {chunk[-1][0]} {count}\n")
+                _sync(commits)
+    except ParserError:
+        for name in (partial, index):
+            os.remove(name)
+        raise
+    os.replace(partial, path)
+    os.remove(index)
     return path
+
+
+@dataclasses.dataclass(frozen=True)
+class _Commit:
+    offset: int = 0
+    last_line: int = 0
+    trees: int = 0
+
+
+def _committed_chunks(partial: str, index: str) -> _Commit:
+    """The last committed chunk of an interrupted parse; cuts both files back to it.
+
+    Bytes after the last commit (a chunk or an index line being written
+    when the parse was killed) are dropped. Without a usable commit both
+    files start empty.
+    """
+    last, index_bytes = _Commit(), 0
+    with contextlib.suppress(FileNotFoundError), open(index, "rb") as stream:
+        position = 0
+        for line in stream:
+            position += len(line)
+            fields = line.split()
+            if not line.endswith(b"\n") or len(fields) != 3 or not all(
+                    field.isdigit() for field in fields):
+                break
+            last, index_bytes = _Commit(*(int(field) for field in fields)), position
+    size = os.path.getsize(partial) if os.path.isfile(partial) else 0
+    if size < last.offset:
+        logging.warning("%s is shorter than its index %s says; parsing from the start", partial,
+                        index)
+        last, index_bytes = _Commit(), 0
+    for name, length in ((partial, last.offset), (index, index_bytes)):
+        with open(name, "ab") as stream:
+            stream.truncate(length)
+    return last
+
+
+def _sync(stream) -> None:
+    stream.flush()
+    os.fsync(stream.fileno())
+
+
+def _parsed(parser: Parser, lines: Iterable[tuple[int, str]], pretokenized: bool,
+            name: str) -> Iterator[tuple[int, DependencyTree]]:
+    """`(line number, tree)` of each `(line number, text)`, streaming.
+
+    The parser reads ahead of the trees it returns (it batches); the lines
+    read but not yet parsed wait in a queue, so memory is bounded by the
+    parser's batches. Each tree gets `# source_line` and `# text` (what the
+    parser was given: the line's words joined by single spaces).
+
+    Raises:
+        ParserError: the parser returned more or fewer trees than lines.
+    """
+    waiting = collections.deque()
+
+    def texts():
+        for number, text in lines:
+            text = " ".join(text.split())
+            waiting.append((number, text))
+            yield text.split() if pretokenized else text
+
+    trees = parser.parse_tokens(texts()) if pretokenized else parser.parse_texts(texts())
+    count = 0
+    for tree in trees:
+        if not waiting:
+            raise ParserError(f"the parser returned more trees than the {count} lines of {name}")
+        number, text = waiting.popleft()
+        count += 1
+        yield number, dataclasses.replace(tree, comments={SOURCE_LINE: str(number), TEXT: text})
+    if waiting:
+        raise ParserError(f"the parser returned {count} trees for the {count + len(waiting)} "
+                          f"lines of {name}")
 
 
 def parse_lines(parser: Parser, input_path: PathLike, pretokenized: bool = False,
@@ -118,13 +245,8 @@ def parse_lines(parser: Parser, input_path: PathLike, pretokenized: bool = False
         with `# source_line` and `# text` (what the parser was given).
     """
     lines = list(parsable_lines(input_path, passed_over))
-    texts = [" ".join(text.split()) for _, text in lines]
-    if pretokenized:
-        trees = parser.parse_tokens(text.split() for text in texts)
-    else:
-        trees = parser.parse_texts(texts)
-    return len(lines), (dataclasses.replace(tree, comments={SOURCE_LINE: str(number), TEXT: text})
-                        for (number, _), text, tree in zip(lines, texts, trees))
+    return len(lines), (tree for _, tree in _parsed(parser, lines, pretokenized,
+                                                    os.fspath(input_path)))
 
 
 def read_parses(path: PathLike) -> Iterator[tuple[int, DependencyTree]]:
@@ -153,7 +275,7 @@ def parsed_lines(parser: Parser, input_path: PathLike, cache_dir: PathLike,
     return read_parses(parse_file(parser, input_path, cache_dir, pretokenized))
 
 
-def _with_progress(trees: Iterable[DependencyTree], total: int, name: str):
+def _with_progress(trees: Iterable, done: int, name: str):
     start = last = time.monotonic()
     count = 0
     for tree in trees:
@@ -161,9 +283,7 @@ def _with_progress(trees: Iterable[DependencyTree], total: int, name: str):
         count += 1
         now = time.monotonic()
         if now - last >= _PROGRESS_EVERY_SECONDS:
-            logging.info("parsed %d of %d lines of %s (%.0f lines/s)", count, total, name,
+            logging.info("parsed %d lines of %s (%.0f lines/s)", done + count, name,
                          count / (now - start))
             last = now
-    if count != total:
-        raise ParserError(f"the parser returned {count} trees for the {total} lines of {name}")
     logging.info("parsed %d lines of %s in %.1f s", count, name, time.monotonic() - start)

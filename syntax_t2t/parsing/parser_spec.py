@@ -64,7 +64,7 @@ def parse_parser_spec(text: str) -> ParserSpec:
 
 
 def load_parser(spec: Union[str, ParserSpec], pretokenized: bool = False,
-                batch_size: Optional[int] = None) -> Parser:
+                batch_size: Optional[int] = None, num_processes: int = 1) -> Parser:
     """Builds the adapter a spec names, loading its model.
 
     Args:
@@ -72,6 +72,9 @@ def load_parser(spec: Union[str, ParserSpec], pretokenized: bool = False,
         pretokenized: whether the input will be pre-tokenised (stanza builds
             that pipeline first, so that a missing model is reported now).
         batch_size: the adapter's batch size; None keeps its default.
+        num_processes: spaCy parses in this many processes (`nlp.pipe`'s
+            `n_process`); stanza batches sentences on one device instead and
+            ignores it.
 
     Raises:
         ParserSpecError: a malformed spec.
@@ -83,7 +86,7 @@ def load_parser(spec: Union[str, ParserSpec], pretokenized: bool = False,
     options = {} if batch_size is None else {"batch_size": batch_size}
     if spec.library == SPACY:
         from syntax_t2t.parsing.spacy_adapter import SpacyParser
-        return SpacyParser.load(spec.model, **options)
+        return SpacyParser.load(spec.model, n_process=num_processes, **options)
     try:
         from syntax_t2t.parsing.stanza_adapter import StanzaParser
     except ModuleNotFoundError as error:

@@ -4,7 +4,8 @@ Raw text goes through the pipeline's tokenizer (for a pipeline trained by
 `bin/train_parser`, the rule-based tokenizer of `spacy.blank(lang)`).
 Pre-tokenised sentences become `Doc(nlp.vocab, words=...)`, which `nlp.pipe`
 runs through the components without tokenising again, so the words stay as
-given. Batching is `nlp.pipe`'s.
+given. Batching is `nlp.pipe`'s, and so are several processes
+(`n_process`; their trees come back in input order).
 
 Annotations: `tag_` is the XPOS, `pos_` the UPOS, `lemma_` the lemma and
 `dep_` the label. spaCy labels every sentence root `ROOT`; for pipelines
@@ -41,12 +42,14 @@ class SpacyParser(Parser):
         nlp: the pipeline; one of its components must assign `token.dep`.
         spec: the `--parser` text naming it, e.g. `spacy:en_core_web_sm`.
         batch_size: documents per `nlp.pipe` batch.
+        n_process: processes `nlp.pipe` parses in.
 
     Raises:
         ParserError: the pipeline has no dependency parser.
     """
 
-    def __init__(self, nlp: Language, spec: str, batch_size: int = DEFAULT_BATCH_SIZE):
+    def __init__(self, nlp: Language, spec: str, batch_size: int = DEFAULT_BATCH_SIZE,
+                 n_process: int = 1):
         if not any("token.dep" in nlp.get_pipe_meta(name).assigns for name in nlp.pipe_names):
             raise ParserError(
                 f"{spec}: the spaCy pipeline has no dependency parser (its components: "
@@ -55,11 +58,13 @@ class SpacyParser(Parser):
         self.nlp = nlp
         self.spec = spec
         self.batch_size = batch_size
+        self.n_process = n_process
         self.root_label = nlp.meta.get(META_KEY, {}).get(ROOT_LABEL_KEY)
         self._fingerprint = None
 
     @classmethod
-    def load(cls, model: str, batch_size: int = DEFAULT_BATCH_SIZE) -> "SpacyParser":
+    def load(cls, model: str, batch_size: int = DEFAULT_BATCH_SIZE,
+             n_process: int = 1) -> "SpacyParser":
         """Loads an installed pipeline package or a pipeline directory.
 
         Raises:
@@ -69,17 +74,18 @@ class SpacyParser(Parser):
             nlp = spacy.load(model)
         except OSError as error:
             raise ParserModelNotFoundError(_install_hint(model, error)) from error
-        return cls(nlp, f"spacy:{model}", batch_size)
+        return cls(nlp, f"spacy:{model}", batch_size, n_process)
 
     def parse_texts(self, texts: Iterable[str]) -> Iterator[DependencyTree]:
         # Runs of whitespace would become whitespace tokens: one space each.
         normalised = (" ".join(text.split()) for text in checked_texts(texts))
-        for doc in self.nlp.pipe(normalised, batch_size=self.batch_size):
+        for doc in self.nlp.pipe(normalised, batch_size=self.batch_size,
+                                  n_process=self.n_process):
             yield tree_from_doc(doc, self.root_label)
 
     def parse_tokens(self, sentences: Iterable[Sequence[str]]) -> Iterator[DependencyTree]:
         docs = (Doc(self.nlp.vocab, words=list(words)) for words in checked_words(sentences))
-        for doc in self.nlp.pipe(docs, batch_size=self.batch_size):
+        for doc in self.nlp.pipe(docs, batch_size=self.batch_size, n_process=self.n_process):
             yield tree_from_doc(doc, self.root_label)
 
     def fingerprint(self, pretokenized: bool) -> dict:

@@ -1,0 +1,418 @@
+"""Writing a problem's data: vocabulary pass, shard pass, records; workers and tasks.
+
+`generate_data(problem, data_dir, tmp_dir, ...)` is `Problem.generate_data`.
+It runs two passes over the problem's samples:
+
+1. the vocabulary pass counts the training split (`Problem.vocabulary_counts`),
+   writes the vocabularies and a vocabulary record `<name>.datagen-vocab.json`;
+2. the shard pass encodes every split (`Problem.encode`) into TFRecord shards
+   `<name>-<split>-NNNNN-of-MMMMM`, example `i` of a split going to shard
+   `i % num_shards`, plus the plain-text copies of dev and test
+   (`Problem.raw_paths`); then the completion record `<name>.datagen.json`.
+
+Workers (`num_workers`). The samples are read in this process, in order, as
+the problem's records (`Problem.generate_records`: cheap descriptions, e.g.
+a random seed per sentence); forked workers turn chunks of records into
+samples (`Problem.sample_of_record`), count or encode them and send back
+counts or serialized examples, which this process merges or writes in input
+order. So the shards do not depend on the number of workers: one and N
+workers write the same bytes (`worker_pool.ordered_map`).
+
+Tasks (`task`: `task_id` of `num_tasks`), T2T-style independent jobs, e.g.
+one per machine or per cluster job. The vocabularies are built once first
+(`only_vocab=True`, `bin/datagen --only_vocab`); then every task reads them
+and writes the shards `j` with `j % num_tasks == task_id` (task 0 also
+writes the plain-text copies), and a task record
+`<name>.datagen-task-TTTTT-of-KKKKK.json`. Every task reads all records of a
+split (to know each example's index) but turns only its own into samples.
+The task that finds all task records present writes the completion record,
+so the union of the tasks' outputs is exactly the data of one run.
+
+Atomicity. Every file is written under a temporary name and renamed when
+complete; the shards of a run (or task) are renamed only after every split
+was written, and the completion record is written last. Only that record
+makes the data count as complete: an interrupted run leaves either the old
+complete data or no record at all, and the next run starts over.
+"""
+
+import collections
+import contextlib
+import dataclasses
+import glob
+import itertools
+import json
+import os
+import time
+import uuid
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+
+from syntax_t2t import io_utils
+from syntax_t2t.data import pipeline, worker_pool
+from syntax_t2t.data.datagen_records import read_json, request
+from syntax_t2t.data.conllu_reader import format_conllu
+from syntax_t2t.errors import IgnoreSkipped, SkipCounter
+# `Problem.generate_data` imports this module when called, so this import is not circular.
+from syntax_t2t.problem import (CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, SPLITS, TRAIN,
+                                DataNotGeneratedError, RawDataError, sentence_tokens)
+
+#: Records per worker call: large enough to amortise the inter-process
+#: traffic, small enough to keep every worker busy and memory flat.
+CHUNK_SIZE = 64
+_PROGRESS_EVERY_SECONDS = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class DatagenTask:
+    """Which shards one of several independent datagen jobs writes.
+
+    Args:
+        task_id: this job, `0 <= task_id < num_tasks`.
+        num_tasks: the number of jobs; 1 is an ordinary run.
+
+    Raises:
+        ValueError: `task_id` out of range.
+    """
+
+    task_id: int = 0
+    num_tasks: int = 1
+
+    def __post_init__(self):
+        if self.num_tasks < 1 or not 0 <= self.task_id < self.num_tasks:
+            raise ValueError(f"need 0 <= task_id < num_tasks, got task_id={self.task_id}, "
+                             f"num_tasks={self.num_tasks}")
+
+    @property
+    def whole(self) -> bool:
+        return self.num_tasks == 1
+
+    def owns(self, shard_index: int) -> bool:
+        return shard_index % self.num_tasks == self.task_id
+
+
+def vocabulary_record_path(problem, data_dir: str) -> str:
+    return os.path.join(data_dir, f"{problem.name}.datagen-vocab.json")
+
+
+def task_record_path(problem, data_dir: str, task: DatagenTask) -> str:
+    return os.path.join(data_dir, f"{problem.name}.datagen-task-{task.task_id:05d}-of-"
+                                  f"{task.num_tasks:05d}.json")
+
+
+def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[int] = None,
+                  overwrite: bool = False, skip: Optional[SkipCounter] = None,
+                  num_workers: int = 1, task: DatagenTask = DatagenTask(),
+                  only_vocab: bool = False) -> dict:
+    """`Problem.generate_data` (see there and the module docstring)."""
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+    os.makedirs(data_dir, exist_ok=True)
+    requested = {"options": _jsonable(problem.options()), "max_examples": max_examples}
+    if only_vocab:
+        return _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num_workers)
+    record = None if overwrite else problem.completion_record(data_dir)
+    if record is not None:
+        return _kept(problem, data_dir, record, requested)
+    # Without a completion record, whatever is in data_dir is incomplete.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(problem.completion_record_path(data_dir))
+
+    start = time.monotonic()
+    if task.whole:
+        io_utils.remove_orphaned_temporaries(data_dir, problem.name)
+        vocabulary_record = _vocabulary_pass(problem, data_dir, tmp_dir, requested, True, skip,
+                                             num_workers)
+        counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers,
+                                     task)
+        record = _complete(problem, data_dir, vocabulary_record, counts, shards, skip)
+        # Records of an earlier run's tasks would describe other shards.
+        for path in glob.glob(os.path.join(glob.escape(data_dir),
+                                           f"{glob.escape(problem.name)}.datagen-task-*.json")):
+            os.remove(path)
+    else:
+        vocabulary_record = read_json(vocabulary_record_path(problem, data_dir))
+        if vocabulary_record is None or request(vocabulary_record) != requested:
+            raise DataNotGeneratedError(
+                f"task {task.task_id} of {task.num_tasks}: no vocabularies of {problem.name} "
+                f"generated with {requested} in {data_dir} "
+                f"({vocabulary_record_path(problem, data_dir)} is missing or differs); build them "
+                f"first with the same flags and --only_vocab")
+        problem.load_vocabularies(data_dir)
+        task_path = task_record_path(problem, data_dir, task)
+        task_record = None if overwrite else read_json(task_path)
+        if task_record is None or request(task_record) != requested:
+            counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip,
+                                         num_workers, task)
+            task_record = dict(requested, counts=counts, shards=shards,
+                               skipped=skip.counts if skip is not None else {})
+            io_utils.atomic_write_text(task_path, json.dumps(task_record, indent=2) + "\n")
+        record = _complete_tasks(problem, data_dir, vocabulary_record, task)
+        if record is None:
+            logging.info("%s: task %d of %d wrote its shards; the data is complete once every "
+                         "task has", problem.name, task.task_id, task.num_tasks)
+            return dict(task_record, complete=False, kept_existing=False, differs_from_request=False)
+    logging.info("%s: wrote %s to %s in %.1f s", problem.name, _counts_text(record["counts"]),
+                 data_dir, time.monotonic() - start)
+    return dict(record, complete=True, kept_existing=False, differs_from_request=False)
+
+
+def _kept(problem, data_dir, record, requested) -> dict:
+    previous = request(record)
+    differs = previous != requested
+    if differs:
+        logging.warning(
+            "%s: kept existing data in %s although it was generated with %s, not %s; "
+            "pass --overwrite to regenerate it", problem.name, data_dir, previous, requested)
+    else:
+        logging.info("%s: complete data already in %s (%s); kept it, pass --overwrite to "
+                     "regenerate", problem.name, data_dir, _counts_text(record["counts"]))
+    return dict(record, complete=True, kept_existing=True, differs_from_request=differs)
+
+
+# ----------------------------------------------------------------------
+# Vocabulary pass.
+
+def _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num_workers) -> dict:
+    """Builds and saves the vocabularies and their record (kept when already there)."""
+    path = vocabulary_record_path(problem, data_dir)
+    record = None if overwrite else read_json(path)
+    if record is not None and request(record) == requested and all(
+            os.path.isfile(os.path.join(data_dir, name)) for name in record["vocabularies"].values()):
+        logging.info("%s: vocabularies already in %s; kept them", problem.name, data_dir)
+        return dict(record, kept_existing=True)
+    logging.info("%s: counting the training split for the vocabularies", problem.name)
+    # The shard pass meets the same bad examples again and reports them;
+    # this pass only has to skip them.
+    quiet_skip = IgnoreSkipped() if skip is not None else None
+    items, expand = _items(problem, tmp_dir, TRAIN, requested["max_examples"], quiet_skip,
+                           "counting")
+    counts = {}
+    with _worker_state(problem=problem, expand=expand):
+        for part in worker_pool.ordered_map(_count_chunk, _chunks(items), num_workers):
+            for name, counter in part.items():
+                counts.setdefault(name, collections.Counter()).update(counter)
+    vocabularies = problem.vocabularies_from_counts(counts)
+    for name, vocab in vocabularies.items():
+        vocab.save(problem.vocabulary_path(data_dir, name))
+        logging.info("%s: vocabulary %s has %d entries", problem.name, name, len(vocab))
+    if CONSTITUENCY_VOCABULARY not in vocabularies:
+        # An earlier run's labels must not make decoding read trees.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(problem.vocabulary_path(data_dir, CONSTITUENCY_VOCABULARY))
+    problem._vocabularies, problem._vocabulary_dir = vocabularies, os.path.abspath(data_dir)
+    record = dict(requested, problem=problem.name,
+                  feature_keys=list(problem.feature_keys) + (
+                      list(CONSTITUENCY_FEATURES) if CONSTITUENCY_VOCABULARY in vocabularies else []),
+                  vocabularies={name: os.path.basename(problem.vocabulary_path(data_dir, name))
+                                for name in vocabularies},
+                  vocab_sizes={name: len(vocab) for name, vocab in vocabularies.items()})
+    io_utils.atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return dict(record, kept_existing=False)
+
+
+def _count_chunk(chunk):
+    problem, expand = _WORKER["problem"], _WORKER["expand"]
+    return problem.vocabulary_counts(map(expand, chunk))
+
+
+# ----------------------------------------------------------------------
+# Shard pass.
+
+def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, task):
+    """Writes the shards `task` owns of every split; returns counts and all shard names."""
+    counts, shards, written = {}, {}, []
+    try:
+        for split in SPLITS:
+            count = problem.num_shards[split]
+            paths = {index: problem.shard_path(data_dir, split, index, count)
+                     for index in range(count)}
+            owned = {index: path for index, path in paths.items() if task.owns(index)}
+            for path in owned.values():
+                io_utils.remove_orphaned_temporaries(data_dir, os.path.basename(path))
+            temporaries = {index: _temporary_name(path) for index, path in owned.items()}
+            written.extend((temporaries[index], path) for index, path in owned.items())
+            raw = problem.raw_paths(data_dir, split) if split != TRAIN and task.owns(0) else {}
+            raw_temporaries = {kind: _temporary_name(path) for kind, path in raw.items()}
+            written.extend((raw_temporaries[kind], path) for kind, path in raw.items())
+            items, expand = _items(problem, tmp_dir, split, max_examples, skip, "writing")
+            counts[split] = _write_split(problem, split, items, expand, count, temporaries,
+                                         raw_temporaries, num_workers)
+            shards[split] = [os.path.basename(paths[index]) for index in range(count)]
+        # Renaming only now keeps any earlier run's complete shards intact
+        # until every split of this run has been written.
+        for temporary, path in written:
+            os.replace(temporary, path)
+    except BaseException:
+        for temporary, _ in written:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(temporary)
+        raise
+    return counts, shards
+
+
+def _write_split(problem, split, items, expand, num_shards, temporaries, raw_temporaries,
+                 num_workers) -> int:
+    """Encodes the items of the owned shards (`temporaries`: index -> path); returns the count."""
+    total = [0]
+
+    def jobs():
+        for index, item in enumerate(items):
+            total[0] = index + 1
+            encode = index % num_shards in temporaries
+            if encode or raw_temporaries:
+                yield index, item, encode, bool(raw_temporaries)
+
+    writers = {index: tf.io.TFRecordWriter(path) for index, path in temporaries.items()}
+    raw_files = {kind: open(path, "w", encoding="utf-8") for kind, path in raw_temporaries.items()}
+    bracketed = CONSTITUENCY_VOCABULARY in problem._loaded_vocabularies()
+    try:
+        with _worker_state(problem=problem, expand=expand, split=split, bracketed=bracketed):
+            for results in worker_pool.ordered_map(_encode_chunk, _chunks(jobs()), num_workers):
+                for index, serialized, raw_lines in results:
+                    if serialized is not None:
+                        writers[index % num_shards].write(serialized)
+                    if raw_lines is not None:
+                        raw_files["source"].write(raw_lines[0])
+                        raw_files["reference"].write(raw_lines[1])
+    finally:
+        for writer in writers.values():
+            writer.close()
+        for raw_file in raw_files.values():
+            raw_file.close()
+    if total[0] == 0:
+        logging.warning("%s: the %s split is empty", problem.name, split)
+    return total[0]
+
+
+def _encode_chunk(chunk):
+    """`(index, serialized example or None, raw text lines or None)` of each job of a chunk."""
+    problem, expand = _WORKER["problem"], _WORKER["expand"]
+    results = []
+    for index, item, encode, raw in chunk:
+        sample = expand(item)
+        serialized = raw_lines = None
+        if encode:
+            features = problem.encode(sample)
+            if _WORKER["bracketed"] and CONSTITUENCY_FEATURES[0] not in features:
+                raise RawDataError(
+                    f"{problem.name}: sentence {index + 1} of the {_WORKER['split']} split has no "
+                    f"bracketed tree, but the training sentences have; every split needs them")
+            serialized = pipeline.serialize_example(features)
+        if raw:
+            source, target = sample
+            raw_lines = (format_conllu([source]) if problem.has_source_trees
+                         else " ".join(sentence_tokens(source)) + "\n",
+                         " ".join(sentence_tokens(target)) + "\n")
+        results.append((index, serialized, raw_lines))
+    return results
+
+
+# ----------------------------------------------------------------------
+# Records.
+
+def _complete(problem, data_dir, vocabulary_record, counts, shards, skipped) -> dict:
+    """Writes the completion record, last, and removes shards of other shard counts."""
+    record = {key: value for key, value in vocabulary_record.items() if key != "kept_existing"}
+    record.update(counts=counts, shards=shards,
+                  skipped=skipped.counts if isinstance(skipped, SkipCounter) else skipped or {})
+    _remove_stale_shards(problem, data_dir, {name for names in shards.values() for name in names})
+    io_utils.atomic_write_text(problem.completion_record_path(data_dir),
+                               json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+def _complete_tasks(problem, data_dir, vocabulary_record, task) -> Optional[dict]:
+    """The completion record once every task of `task.num_tasks` has written its record, else None."""
+    records = [read_json(task_record_path(problem, data_dir, DatagenTask(index, task.num_tasks)))
+               for index in range(task.num_tasks)]
+    requested = request(vocabulary_record)
+    if any(record is None or request(record) != requested for record in records):
+        return None
+    first = records[0]
+    return _complete(problem, data_dir, vocabulary_record, first["counts"], first["shards"],
+                     first["skipped"])
+
+
+def _remove_stale_shards(problem, data_dir, current):
+    """Removes shards of an earlier run with other shard counts."""
+    prefix = f"{problem.name}-"
+    for name in os.listdir(data_dir):
+        if (name.startswith(prefix) and "-of-" in name and name not in current
+                and any(name.startswith(f"{prefix}{split}-") for split in SPLITS)):
+            os.remove(os.path.join(data_dir, name))
+
+
+# ----------------------------------------------------------------------
+# Items and workers.
+
+def _items(problem, tmp_dir, split, max_examples, skip, stage):
+    """The split's items and how a worker turns one into a sample.
+
+    Records (`Problem.generate_records`) unless the split has a file of
+    bracketed trees, whose trees are joined to the samples in order here.
+    """
+    trees_path = problem.source_trees_path(tmp_dir, split)
+    if trees_path is None:
+        items, expand = problem.generate_records(tmp_dir, split, skip), problem.sample_of_record
+    else:
+        items = problem._with_source_trees(problem.generate_samples(tmp_dir, split, skip),
+                                           trees_path, skip)
+        expand = _identity
+    if max_examples is not None:
+        items = itertools.islice(items, max_examples)
+    return _with_progress(items, f"{problem.name} {split} ({stage})"), expand
+
+
+def _identity(item):
+    return item
+
+
+def _chunks(items):
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, CHUNK_SIZE)):
+        yield chunk
+
+
+#: What forked workers read (inherited at fork; see `worker_pool`).
+_WORKER = {}
+
+
+@contextlib.contextmanager
+def _worker_state(**state):
+    _WORKER.clear()
+    _WORKER.update(state)
+    try:
+        yield
+    finally:
+        _WORKER.clear()
+
+
+def _with_progress(items, label):
+    """Passes `items` through, logging how many went by and how fast."""
+    count, start = 0, time.monotonic()
+    last_report = start
+    for item in items:
+        yield item
+        count += 1
+        now = time.monotonic()
+        if now - last_report >= _PROGRESS_EVERY_SECONDS:
+            logging.info("%s: %d examples (%.0f examples/s)", label, count, count / (now - start))
+            last_report = now
+    elapsed = max(time.monotonic() - start, 1e-9)
+    logging.info("%s: %d examples (%.0f examples/s)", label, count, count / elapsed)
+
+
+def _temporary_name(path: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def _counts_text(counts: dict) -> str:
+    return ", ".join(f"{count} {split}" for split, count in counts.items())
+
+
+def _jsonable(value):
+    """Options as JSON would read them back (tuples become lists)."""
+    return json.loads(json.dumps(value))
