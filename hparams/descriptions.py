@@ -19,6 +19,7 @@ DESCRIPTIONS = {
     "position_encoding": "Absolute positions added to embeddings: sinusoid or none.",
     "shared_embedding_and_softmax_weights": "Tie the target embedding and the softmax weights.",
     "tree_binarization": "How tree2seq binarises phrases: head, right or left.",
+    "reverse_source": "anmt: read the source words in reverse order (Sutskever et al.).",
     # Regularisation and the loss.
     "layer_prepostprocess_dropout": "Dropout on each sublayer's output and the embeddings.",
     "attention_dropout": "Dropout on attention weights.",
@@ -64,6 +65,7 @@ DESCRIPTIONS = {
     # Pascal, SISA, Sennrich and Haddow.
     "source_word_positions": "Read word boundaries of subword problems from src_word_position.",
     "pascal_layer": "Encoder layer of Pascal's heads.",
+    "pascal_weighting": "Pascal's parent weights: gaussian, or parent_only (Table 7b).",
     "pascal_heads": "Pascal heads: the first this many of pascal_layer.",
     "pascal_variance": "Variance sigma^2 of Pascal's Gaussian around the parent middle.",
     "parent_ignoring": "Probability q of ignoring a word's parent in training (Pascal).",

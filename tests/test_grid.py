@@ -113,7 +113,7 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     data_dir = tmp_path / "data"
     subprocess.run([sys.executable, str(REPO / "bin" / "datagen"),
                     "--problem=synthetic_syntax_reorder", f"--data_dir={data_dir}",
-                    f"--tmp_dir={tmp_path / 'tmp'}", "--max_examples=2000"],
+                    f"--tmp_dir={tmp_path / 'tmp'}", "--max_examples=150"],
                    check=True, capture_output=True, timeout=600)
     grid_dir = tmp_path / "grid"
     # A first, partial grid: only the baseline's first seed (an interrupted grid).

@@ -95,12 +95,20 @@ def test_reconcile_new_run_resume_and_conflicts(tmp_path):
     assert "layers" not in message
 
 
-def test_a_run_saved_before_update_freq_resumes_with_its_original_set():
+def test_a_run_saved_before_a_parameter_existed_resumes_as_it_was_trained(tmp_path):
+    d = trained(tmp_path)
     saved = make_hparams(hidden_size=32)
     requested = make_hparams(hidden_size=32).define("update_freq", 1)
-    assert run_directory.reconcile_hparams("d", saved, requested) == requested
-    with pytest.raises(run_directory.RunDirectoryError, match="update_freq"):
-        run_directory.reconcile_hparams("d", saved, make_hparams(hidden_size=32).define("update_freq", 4))
+    assert run_directory.reconcile_hparams(d, saved, requested) == requested
+    # A default that changed since (MG-SA's phrase rule) does not change the saved run.
+    newer = make_hparams(hidden_size=32).define("update_freq", 1).define(
+        "mgsa_dependency_phrases", "right_first")
+    resumed = run_directory.reconcile_hparams(d, saved, newer)
+    assert resumed.mgsa_dependency_phrases == "projection" and resumed.update_freq == 1
+    # Parameters that existed still have to match.
+    with pytest.raises(run_directory.RunDirectoryError, match="hidden_size"):
+        run_directory.reconcile_hparams(d, saved, make_hparams(hidden_size=64).define(
+            "update_freq", 1))
 
 
 def test_each_start_records_versions_and_commit(tmp_path):

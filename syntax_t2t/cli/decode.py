@@ -55,11 +55,13 @@ if "checkpoint_path" not in FLAGS:
                         "newest checkpoint of --output_dir.")
 flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
-flags.DEFINE_string("decode_hparams", "",
-                    "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
-                    "return_beams=false,length_model=false'; length_model=true scores by "
-                    "log p(y|x) + log p(len y | len x) from training statistics "
-                    "(Eriguchi et al. 2016).")
+if "decode_hparams" not in FLAGS:
+    # bin/train defines the same flag (--eval_bleu); tests and tools may import both programs.
+    flags.DEFINE_string("decode_hparams", "",
+                        "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,"
+                        "extra_length=50,return_beams=false,length_model=false'; "
+                        "length_model=true scores by log p(y|x) + log p(len y | len x) from "
+                        "training statistics (Eriguchi et al. 2016).")
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
@@ -79,7 +81,7 @@ if "xla" not in FLAGS:
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
-              "data_dir", "output_dir", "checkpoint_path", "xla"):
+              "data_dir", "output_dir", "checkpoint_path", "xla", "decode_hparams"):
     flags.declare_key_flag(_name)
 
 

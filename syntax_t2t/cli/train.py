@@ -108,7 +108,8 @@ flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
-              "data_dir", "output_dir", "random_seed", "mixed_precision", "xla"):
+              "data_dir", "output_dir", "random_seed", "mixed_precision", "xla",
+              "decode_hparams"):
     flags.declare_key_flag(_name)
 aliases.define_train_aliases()
 flags.adopt_module_key_flags(aliases)

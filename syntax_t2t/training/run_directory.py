@@ -32,9 +32,22 @@ RECORDED_PACKAGES = ("syntax_t2t", "tensorflow", "tensorflow-text", "keras", "nu
                      "sacrebleu", "spacy", "stanza", "torch", "sentencepiece")
 
 # Parameters the sets gained after runs were saved, with the value that trains
-# as those runs did: a saved run without one takes it, so resuming with its
-# original command still matches.
-ADDED_PARAMETERS = {"update_freq": 1}
+# as those runs did. A saved run without one keeps that value, whatever the
+# set's default has become (a warning says so when the command asks for
+# another), so resuming with its original command continues the same model.
+# `None` types are given where the value alone does not fix the type.
+ADDED_PARAMETERS = {
+    "update_freq": (1, None),
+    "parse_loss": ("logits", None),
+    "parse_label_smoothing": (None, "float"),
+    "tree_value_bias": (False, None),
+    "mgsa_dependency_phrases": ("projection", None),
+    "mgsa_tag_loss_reduction": ("mean", None),
+    "nsd_distance_loss_reduction": ("mean", None),
+    "nsd_entropy_loss_reduction": ("mean", None),
+    "pascal_weighting": ("gaussian", None),
+    "reverse_source": (False, None),
+}
 
 
 class RunDirectoryError(ValueError):
@@ -217,8 +230,14 @@ def reconcile_hparams(output_dir, saved, requested):
              if name in requested and name not in saved}
     if added:
         saved = saved.copy()
-        for name, value in added.items():
-            saved.define(name, value)
+        requested = requested.copy()
+        for name, (value, type_name) in added.items():
+            saved.define(name, value, type_name)
+            if requested.get(name) != value:
+                logging.warning("the run in --output_dir=%s was saved before hparam %s existed: "
+                                "it keeps %s=%r, how it was trained (this command asks for %r)",
+                                output_dir, name, name, value, requested.get(name))
+                requested.set(name, value)
     differences = saved.differences(requested)
     if differences and not _holds_checkpoint(output_dir):
         logging.warning("--output_dir=%s holds no checkpoint: replacing its saved hparams (%s)",
