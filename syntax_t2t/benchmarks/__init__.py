@@ -8,6 +8,7 @@
 | `scaling.py` | step time and memory against source length |
 | `decoding_speed.py` | cached and uncached greedy and beam decoding |
 | `torch_peer.py` | a same-shape PyTorch `nn.Transformer` training step |
+| `mst_speed.py` | MST parse decoding time per sentence length |
 | `flops.py` | analytic FLOPs per step and the measured peak matmul rate (MFU) |
 | `report.py` | the targets, the table, JSON and the bar chart |
 """

@@ -9,7 +9,7 @@
 | `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams) |
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
-| `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree |
+| `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |
 | `parse_file.py` | predicted parses as CoNLL-U (heads need not form trees) |
 | `model_loading.py` | a run's model, hparams and checkpoint |
 | `checkpoint_averaging.py` | averaging a run's last checkpoints |
