@@ -18,6 +18,21 @@ input sentence gives an empty line and a warning. With
 best first (fewer than `beam_size` when the search stopped with fewer
 finished hypotheses).
 
+n-best lists (T2T's `--decode_hparams=return_beams=true,write_beam_scores=true`,
+or fairseq's `--nbest=N` for the best N of the beam) write one line per
+hypothesis, `hypothesis<TAB>score`, best first, the hypotheses of one input
+sentence together and one blank line after each input sentence (an unusable
+one: the blank line alone):
+
+    der Hund bellt<TAB>-1.234567
+    der Hund bellte<TAB>-2.345678
+
+    ein Satz<TAB>-0.456789
+
+The score is the beam search's ranking score: the log-probability (natural
+log) divided by the GNMT length penalty ((5 + length) / 6) ** alpha, length
+counting `<EOS>` (`decoding/output_format.py`).
+
 Models with a parse head (`dep_parse`, `diagonal_parse`, and `sisa`, whose
 bi-affine head is trained on parents) also write the source parse read from
 that head to `--parse_to_file` as CoNLL-U, without `<ROOT>`:
@@ -40,6 +55,7 @@ from syntax_t2t.decoding import length_model as length_model_lib
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
+from syntax_t2t.decoding.output_format import output_format
 from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
 from syntax_t2t.errors import InputError
@@ -56,9 +72,13 @@ flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
 flags.DEFINE_string("decode_hparams", "",
                     "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
-                    "return_beams=false,length_model=false'; length_model=true scores by "
-                    "log p(y|x) + log p(len y | len x) from training statistics "
-                    "(Eriguchi et al. 2016).")
+                    "return_beams=false,write_beam_scores=false,length_model=false'; "
+                    "write_beam_scores=true (with return_beams=true) writes n-best lists; "
+                    "length_model=true scores by log p(y|x) + log p(len y | len x) from "
+                    "training statistics (Eriguchi et al. 2016).")
+flags.DEFINE_integer("nbest", None, "Write the best N hypotheses of the beam with their scores "
+                     "(fairseq's --nbest; the n-best layout of write_beam_scores=true).",
+                     lower_bound=1)
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
@@ -77,21 +97,12 @@ if "xla" not in FLAGS:
                       "Compile with XLA (here: the search loop); auto = on a GPU only.")
 
 
-def output_lines(sentences, translations, return_beams, detokenize=" ".join):
-    """One output line per input sentence; warns about unusable ones.
-
-    `detokenize` turns a hypothesis' tokens into its text.
-    """
-    lines = []
+def output_text(sentences, translations, layout):
+    """The output of every input sentence in `layout` (`OutputFormat`); warns about unusable ones."""
     for sentence, translation in zip(sentences, translations):
         if translation is None:
             logging.warning("no translation for an unusable input sentence: %s", sentence.problem)
-            lines.append("")
-        elif return_beams:
-            lines.append("\t".join(detokenize(tokens) for tokens, _ in translation.beams))
-        else:
-            lines.append(detokenize(translation.tokens))
-    return lines
+    return "".join(layout.text(translation) for translation in translations)
 
 
 def parsed_sentences(sentences, translations):
@@ -110,6 +121,7 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("decode_from_file", "decode_to_file")
     settings = decode_hparams(FLAGS.decode_hparams)
+    output_format(settings, FLAGS.nbest)  # its errors show before the model is built
     # The input is read first: its errors show before the model is built.
     sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
     trained = load_trained_model(
@@ -135,8 +147,8 @@ def main(argv):
     detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
     translations = decoder.translate(sentences)
 
-    lines = output_lines(sentences, translations, settings.return_beams, detokenize)
-    io_utils.atomic_write_text(FLAGS.decode_to_file, "".join(line + "\n" for line in lines))
+    layout = output_format(settings, FLAGS.nbest, detokenize)
+    io_utils.atomic_write_text(FLAGS.decode_to_file, output_text(sentences, translations, layout))
     unusable = sum(translation is None for translation in translations)
     print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
           + (f" ({unusable} unusable input sentences left empty)" if unusable else ""))

@@ -6,7 +6,8 @@
 | `greedy_search.py` | greedy decoding, the beam size 1 case |
 | `search.py` | one entry point for both; tiling to beams |
 | `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function` |
-| `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams) |
+| `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams, write_beam_scores) |
+| `output_format.py` | the output layouts: best, all beams, n-best lists with scores |
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
 | `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |

@@ -1,0 +1,130 @@
+"""bin/decode's n-best lists and forced scoring, on an untrained `transformer` run.
+
+Scores are checked against teacher-forced log-probabilities computed here
+from `model.call` (the whole target at once), independently of the
+incremental decoder that the search and the forced scoring step through.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
+from decode_runs import PROBLEM, save_random_run, small_hparams
+
+from syntax_t2t import registry
+from syntax_t2t.cli import decode
+from syntax_t2t.decoding.beam_search import length_penalty
+from syntax_t2t.hparams import HParamsError
+
+FLAGS = flags.FLAGS
+EOS_ID = 1
+ALPHA = 0.6
+EXTRA_LENGTH = 1
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """Data, 8 test sentences as text (line 3 empty, line 4 one word) and a `transformer` run.
+
+    The run's `<EOS>` is boosted so that most hypotheses end (random weights
+    never end them); the one-word line's maximum length cuts some off.
+    """
+    registry.import_all()
+    if not FLAGS.is_parsed():
+        FLAGS(["decode"])
+    root = tmp_path_factory.mktemp("decode_outputs")
+    problem = registry.problem(PROBLEM)
+    problem.generate_data(str(root / "data"), str(root / "raw"), max_examples=200)
+    samples = list(itertools.islice(problem.generate_samples(None, "test", None), 8))
+    lines = [" ".join(tree.tokens) for tree, _ in samples]
+    lines[2] = ""
+    lines[3] = lines[3].split()[0]
+    (root / "test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    model = save_random_run(root / "transformer", "transformer", small_hparams(), root / "data",
+                            eos_scale=1.5)
+    vocabularies = problem.load_vocabularies(str(root / "data"))
+    return {"root": root, "model": model, "vocabularies": vocabularies, "sources": lines,
+            "targets": [" ".join(target.tokens if hasattr(target, "tokens") else target)
+                        for _, target in samples]}
+
+
+def run_decode(workspace, **flag_values):
+    flag_values.setdefault("decode_from_file", str(workspace["root"] / "test.txt"))
+    with flagsaver.flagsaver(output_dir=str(workspace["root"] / "transformer"), **flag_values):
+        decode.main(["decode"])
+
+
+def teacher_forced_log_probs(workspace, source, target_tokens, with_eos=True):
+    """log p(token) of every target token (and <EOS>) from one `model.call`."""
+    vocabularies = workspace["vocabularies"]
+    inputs = vocabularies["inputs"].encode(source.split()) + [EOS_ID]
+    targets = vocabularies["targets"].encode(list(target_tokens)) + ([EOS_ID] if with_eos else [])
+    logits = workspace["model"]({"inputs": tf.constant([inputs]),
+                                 "targets": tf.constant([targets])}, training=False)["logits"]
+    log_probs = tf.nn.log_softmax(logits[0], axis=-1).numpy()
+    return log_probs[np.arange(len(targets)), targets]
+
+
+def nbest_blocks(path):
+    """The n-best file as one list of (hypothesis, score) per input sentence."""
+    blocks, block = [], []
+    for line in path.read_text(encoding="utf-8").split("\n")[:-1]:
+        if not line:  # the blank line after an input sentence's hypotheses
+            blocks.append(block)
+            block = []
+            continue
+        hypothesis, score = line.split("\t")
+        block.append((hypothesis, float(score)))
+    assert block == [], "the last hypotheses lack their blank line"
+    return blocks
+
+
+def test_nbest_lists_hold_every_beam_with_the_search_score(workspace):
+    output = workspace["root"] / "nbest.txt"
+    run_decode(workspace, decode_to_file=str(output),
+               decode_hparams=f"beam_size=3,alpha={ALPHA},extra_length={EXTRA_LENGTH},"
+                              f"return_beams=true,write_beam_scores=true")
+    blocks = nbest_blocks(output)
+    assert len(blocks) == len(workspace["sources"])
+    kinds = set()
+    assert blocks[2] == []  # the empty input line: the blank line alone
+    for source, block in zip(workspace["sources"], blocks):
+        if not source:
+            continue
+        assert 1 <= len(block) <= 3 and len({hypothesis for hypothesis, _ in block}) == len(block)
+        scores = [score for _, score in block]
+        assert scores == sorted(scores, reverse=True)
+        max_length = len(source.split()) + 1 + EXTRA_LENGTH
+        for hypothesis, score in block:
+            tokens = hypothesis.split()
+            # Shorter than the maximum: ended with <EOS>, which is scored and
+            # counted in the penalty; else cut off at the maximum length.
+            finished = len(tokens) < max_length
+            kinds.add(finished)
+            log_prob = teacher_forced_log_probs(workspace, source, tokens, finished).sum()
+            penalty = float(length_penalty(len(tokens) + finished, ALPHA))
+            assert score == pytest.approx(log_prob / penalty, abs=2e-5), hypothesis
+    assert kinds == {True, False}  # both kinds of hypothesis were checked
+
+
+def test_nbest_flag_keeps_the_best_n_of_the_same_lists(workspace):
+    settings = f"beam_size=3,alpha={ALPHA},extra_length={EXTRA_LENGTH}"
+    every, best_two = workspace["root"] / "every.txt", workspace["root"] / "best2.txt"
+    run_decode(workspace, decode_to_file=str(every),
+               decode_hparams=settings + ",return_beams=true,write_beam_scores=true")
+    run_decode(workspace, decode_to_file=str(best_two), decode_hparams=settings, nbest=2)
+    assert nbest_blocks(best_two) == [block[:2] for block in nbest_blocks(every)]
+    assert any(len(block) == 2 for block in nbest_blocks(best_two))
+
+
+def test_nbest_options_that_cannot_hold_are_refused(workspace):
+    output = workspace["root"] / "refused.txt"
+    with pytest.raises(HParamsError, match=r"--nbest=5 asks for more hypotheses than the beam "
+                                           r"holds \(beam_size=4\)"):
+        run_decode(workspace, decode_to_file=str(output), nbest=5)
+    with pytest.raises(HParamsError, match="write_beam_scores=true .* needs return_beams=true"):
+        run_decode(workspace, decode_to_file=str(output), decode_hparams="write_beam_scores=true")
+    assert not output.exists()
