@@ -17,6 +17,7 @@ from decode_runs import PROBLEM, save_random_run, small_hparams
 from syntax_t2t import registry
 from syntax_t2t.cli import decode
 from syntax_t2t.decoding.beam_search import length_penalty
+from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParamsError
 
 FLAGS = flags.FLAGS
@@ -128,3 +129,53 @@ def test_nbest_options_that_cannot_hold_are_refused(workspace):
     with pytest.raises(HParamsError, match="write_beam_scores=true .* needs return_beams=true"):
         run_decode(workspace, decode_to_file=str(output), decode_hparams="write_beam_scores=true")
     assert not output.exists()
+
+
+def read_scores(path):
+    """`[(total, per_token) or None]`, one per output line."""
+    return [tuple(float(value) for value in line.split("\t")) if line else None
+            for line in path.read_text(encoding="utf-8").split("\n")[:-1]]
+
+
+def test_forced_scores_are_teacher_forced_log_probabilities(workspace):
+    root, sources, targets = workspace["root"], workspace["sources"], workspace["targets"]
+    targets = targets[:-1] + [""]  # an empty translation scores <EOS> alone
+    pairs = root / "pairs.tsv"
+    pairs.write_text("".join(f"{source}\t{target}\n" if source else "\n"
+                             for source, target in zip(sources, targets)), encoding="utf-8")
+    output = root / "scores.txt"
+    run_decode(workspace, decode_from_file=None, score_file=str(pairs),
+               decode_to_file=str(output))
+    scores = read_scores(output)
+    assert len(scores) == len(sources) and scores[2] is None
+    for source, target, score in zip(sources, targets, scores):
+        if not source:
+            continue
+        expected = teacher_forced_log_probs(workspace, source, target.split())
+        assert score[0] == pytest.approx(expected.sum(), abs=1e-4)
+        assert score[1] == pytest.approx(expected.mean(), abs=1e-5)
+    assert len(teacher_forced_log_probs(workspace, sources[-1], [])) == 1
+
+    # fairseq's form: the same pairs from the decoding input and a reference file.
+    references, from_references = root / "references.txt", root / "reference_scores.txt"
+    references.write_text("".join(target + "\n" for target in targets), encoding="utf-8")
+    run_decode(workspace, score_reference=True, reference_file=str(references),
+               decode_to_file=str(from_references))
+    assert read_scores(from_references) == scores
+
+
+def test_bad_scoring_inputs_name_the_file_and_line(workspace):
+    root = workspace["root"]
+    pairs = root / "bad_pairs.tsv"
+    pairs.write_text("a b\tc\nno tab here\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad_pairs\.tsv:2: expected source<TAB>target, "
+                                         r"found 0 tab\(s\)"):
+        run_decode(workspace, decode_from_file=None, score_file=str(pairs),
+                   decode_to_file=str(root / "never.txt"))
+    short = root / "short_references.txt"
+    short.write_text("one line\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"short_references\.txt: has 1 lines, but the sources "
+                                         r"to score have 8 sentences"):
+        run_decode(workspace, score_reference=True, reference_file=str(short),
+                   decode_to_file=str(root / "never.txt"))
+    assert not (root / "never.txt").exists()

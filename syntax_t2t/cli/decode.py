@@ -42,6 +42,13 @@ parse is over the original words (`decoding/parse_heads.py`), so it scores
 against the gold trees. Other models refuse `--parse_to_file`. Unusable
 input sentences have no parse block.
 
+Forced scoring (`--score_file=F` as in T2T, lines `source<TAB>target`; or
+fairseq's `--score_reference` with `--decode_from_file` and
+`--reference_file`) writes, instead of translations, one line per input
+sentence: `total<TAB>per_token`, the natural-log probability of the given
+translation (`<EOS>` included) and that per target id, without length
+penalty (`decoding/forced_scoring.py`).
+
 Every output is written under a temporary name and renamed when complete,
 so an interrupted decode never leaves a file that looks complete.
 """
@@ -50,6 +57,7 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils
 from syntax_t2t.cli import common
+from syntax_t2t.decoding import forced_scoring
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding import length_model as length_model_lib
 from syntax_t2t.decoding.decode_hparams import decode_hparams
@@ -79,6 +87,16 @@ flags.DEFINE_string("decode_hparams", "",
 flags.DEFINE_integer("nbest", None, "Write the best N hypotheses of the beam with their scores "
                      "(fairseq's --nbest; the n-best layout of write_beam_scores=true).",
                      lower_bound=1)
+flags.DEFINE_string("score_file", None,
+                    "Forced scoring (T2T): give the log-probability of each translation of this "
+                    "file of tokenised source<TAB>target lines, as total<TAB>per_token lines in "
+                    "--decode_to_file, instead of decoding.")
+flags.DEFINE_bool("score_reference", False,
+                  "Forced scoring (fairseq): score --reference_file's translations of "
+                  "--decode_from_file's sentences (any input format) instead of decoding.")
+flags.DEFINE_string("reference_file", None,
+                    "With --score_reference: the tokenised translations, one line per source "
+                    "sentence.")
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
@@ -116,14 +134,24 @@ def parsed_sentences(sentences, translations):
     return parsed
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    common.require("decode_from_file", "decode_to_file")
-    settings = decode_hparams(FLAGS.decode_hparams)
-    output_format(settings, FLAGS.nbest)  # its errors show before the model is built
-    # The input is read first: its errors show before the model is built.
-    sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+def _check_mode():
+    """The flags each mode needs: forced scoring or decoding a file."""
+    if FLAGS.score_file and FLAGS.score_reference:
+        raise common.UsageError("--score_file and --score_reference exclude each other: score "
+                                "source<TAB>target lines, or --decode_from_file's sources with "
+                                "--reference_file's translations")
+    if FLAGS.score_file:
+        common.require("decode_to_file")
+    elif FLAGS.score_reference:
+        common.require("decode_from_file", "reference_file", "decode_to_file")
+    else:
+        common.require("decode_from_file", "decode_to_file")
+    if (FLAGS.score_file or FLAGS.score_reference) and FLAGS.parse_to_file:
+        raise common.UsageError("--parse_to_file: forced scoring writes no parses")
+
+
+def _load_decoder(settings):
+    """The trained model's `Decoder` (and the `TrainedModel`), as the flags ask."""
     trained = load_trained_model(
         output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
         problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
@@ -142,6 +170,39 @@ def main(argv):
         if settings.length_model else None)
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
                       jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
+    return decoder, trained
+
+
+def _score(settings):
+    """Forced scoring (`--score_file`, `--score_reference`)."""
+    # The inputs are read first: their errors show before the model is built.
+    if FLAGS.score_file:
+        sentences, targets = forced_scoring.read_score_file(FLAGS.score_file)
+        input_name = f"--score_file={FLAGS.score_file}"
+    else:
+        sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+        targets = forced_scoring.read_references(FLAGS.reference_file, len(sentences))
+        input_name = f"--decode_from_file={FLAGS.decode_from_file}"
+    decoder, _ = _load_decoder(settings)
+    decoder.check_features(sentences, input_name)
+    scores = decoder.score(sentences, targets)
+    io_utils.atomic_write_text(FLAGS.decode_to_file, forced_scoring.score_text(scores))
+    print(f"scored {sum(score is not None for score in scores)} translations to "
+          f"{FLAGS.decode_to_file}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    _check_mode()
+    settings = decode_hparams(FLAGS.decode_hparams)
+    if FLAGS.score_file or FLAGS.score_reference:
+        _score(settings)
+        return
+    output_format(settings, FLAGS.nbest)  # its errors show before the model is built
+    # The input is read first: its errors show before the model is built.
+    sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+    decoder, trained = _load_decoder(settings)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
     detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
     detokenize(())  # builds the detokeniser: its errors show before the decoding, not after

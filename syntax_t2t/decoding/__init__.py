@@ -5,8 +5,9 @@
 | `beam_search.py` | T2T beam search (alive/finished, GNMT length penalty) in a fixed-shape loop |
 | `greedy_search.py` | greedy decoding, the beam size 1 case |
 | `search.py` | one entry point for both; tiling to beams |
-| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function` |
+| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function`; forced log-probabilities |
 | `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams, write_beam_scores) |
+| `forced_scoring.py` | forced scoring inputs and output (`--score_file`, `--score_reference`) |
 | `output_format.py` | the output layouts: best, all beams, n-best lists with scores |
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
