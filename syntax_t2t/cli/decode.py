@@ -42,6 +42,16 @@ parse is over the original words (`decoding/parse_heads.py`), so it scores
 against the gold trees. Other models refuse `--parse_to_file`. Unusable
 input sentences have no parse block.
 
+`--decode_interactive` (T2T), or `--decode_from_file=-` with no
+`--decode_to_file` (or `-`), reads tokenised text lines from standard input
+as they arrive and decodes them in batches: a batch closes when it holds
+`batch_size` lines or 0.1 s after its first line arrived, and its
+translations are written to standard output and flushed as soon as it is
+decoded, one line (or n-best block) per input line, in input order; so a
+program can send a line and read its translation before sending the next
+(`decoding/streaming.py`). It stops at the end of the input. Models that
+need source trees cannot read plain lines and are refused.
+
 Forced scoring (`--score_file=F` as in T2T, lines `source<TAB>target`; or
 fairseq's `--score_reference` with `--decode_from_file` and
 `--reference_file`) writes, instead of translations, one line per input
@@ -53,6 +63,8 @@ Every output is written under a temporary name and renamed when complete,
 so an interrupted decode never leaves a file that looks complete.
 """
 
+import sys
+
 from absl import flags, logging
 
 from syntax_t2t import io_utils
@@ -60,6 +72,7 @@ from syntax_t2t.cli import common
 from syntax_t2t.decoding import forced_scoring
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding import length_model as length_model_lib
+from syntax_t2t.decoding import streaming
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
@@ -76,7 +89,13 @@ if "checkpoint_path" not in FLAGS:
     flags.DEFINE_string("checkpoint_path", None,
                         "Checkpoint prefix to restore (e.g. runs/x/averaged/ckpt-5000); default: the "
                         "newest checkpoint of --output_dir.")
-flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
+flags.DEFINE_string("decode_from_file", None, "The sentences to translate; - with no "
+                    "--decode_to_file (or -) decodes standard input as it arrives, as "
+                    "--decode_interactive.")
+flags.DEFINE_bool("decode_interactive", False,
+                  "Translate tokenised lines of standard input as they arrive, in batches that "
+                  "close when full or after a short wait, writing each batch's translations to "
+                  "standard output as soon as they are done (T2T's flag).")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
 flags.DEFINE_string("decode_hparams", "",
                     "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
@@ -134,8 +153,25 @@ def parsed_sentences(sentences, translations):
     return parsed
 
 
+def _streaming():
+    """Whether to decode standard input as it arrives (`--decode_interactive`, or `-` to stdout)."""
+    return FLAGS.decode_interactive or (FLAGS.decode_from_file == "-"
+                                        and FLAGS.decode_to_file in (None, "-"))
+
+
 def _check_mode():
-    """The flags each mode needs: forced scoring or decoding a file."""
+    """The flags each mode needs: streaming, forced scoring or decoding a file."""
+    if _streaming():
+        given = [f"--{name}" for name in ("score_file", "score_reference", "parse_to_file")
+                 if FLAGS[name].value]
+        if FLAGS.decode_to_file not in (None, "-"):
+            given.append("--decode_to_file")
+        if given:
+            raise common.UsageError(
+                f"{', '.join(given)}: decoding standard input as it arrives "
+                f"(--decode_interactive or --decode_from_file=-) writes translations to "
+                f"standard output only")
+        return
     if FLAGS.score_file and FLAGS.score_reference:
         raise common.UsageError("--score_file and --score_reference exclude each other: score "
                                 "source<TAB>target lines, or --decode_from_file's sources with "
@@ -200,15 +236,20 @@ def main(argv):
         _score(settings)
         return
     output_format(settings, FLAGS.nbest)  # its errors show before the model is built
+    if _streaming():
+        decoder, trained = _load_decoder(settings)
+        streaming.plain_text_check(decoder)
+        count = streaming.decode_stream(decoder, sys.stdin.buffer, sys.stdout,
+                                        _layout(settings, trained))
+        logging.info("decoded %d lines of standard input", count)
+        return
     # The input is read first: its errors show before the model is built.
     sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
     decoder, trained = _load_decoder(settings)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
-    detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
-    detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
+    layout = _layout(settings, trained)
     translations = decoder.translate(sentences)
 
-    layout = output_format(settings, FLAGS.nbest, detokenize)
     io_utils.atomic_write_text(FLAGS.decode_to_file, output_text(sentences, translations, layout))
     unusable = sum(translation is None for translation in translations)
     print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
@@ -216,6 +257,13 @@ def main(argv):
     if FLAGS.parse_to_file:
         write_parsed(parsed_sentences(sentences, translations), FLAGS.parse_to_file)
         print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}")
+
+
+def _layout(settings, trained):
+    """The output layout, with the detokeniser `--detokenize` asks for."""
+    detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
+    detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
+    return output_format(settings, FLAGS.nbest, detokenize)
 
 
 def run():

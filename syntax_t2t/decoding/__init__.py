@@ -9,6 +9,7 @@
 | `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams, write_beam_scores) |
 | `forced_scoring.py` | forced scoring inputs and output (`--score_file`, `--score_reference`) |
 | `output_format.py` | the output layouts: best, all beams, n-best lists with scores |
+| `streaming.py` | standard input decoded in batches as lines arrive (`--decode_interactive`) |
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
 | `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |
