@@ -97,12 +97,14 @@ flags.DEFINE_bool("decode_interactive", False,
                   "close when full or after a short wait, writing each batch's translations to "
                   "standard output as soon as they are done (T2T's flag).")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
-flags.DEFINE_string("decode_hparams", "",
-                    "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
-                    "return_beams=false,write_beam_scores=false,length_model=false'; "
-                    "write_beam_scores=true (with return_beams=true) writes n-best lists; "
-                    "length_model=true scores by log p(y|x) + log p(len y | len x) from "
-                    "training statistics (Eriguchi et al. 2016).")
+if "decode_hparams" not in FLAGS:
+    # bin/export defines the same flag; tests and tools may import both programs.
+    flags.DEFINE_string("decode_hparams", "",
+                        "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
+                        "return_beams=false,write_beam_scores=false,length_model=false'; "
+                        "write_beam_scores=true (with return_beams=true) writes n-best lists; "
+                        "length_model=true scores by log p(y|x) + log p(len y | len x) from "
+                        "training statistics (Eriguchi et al. 2016).")
 flags.DEFINE_integer("nbest", None, "Write the best N hypotheses of the beam with their scores "
                      "(fairseq's --nbest; the n-best layout of write_beam_scores=true).",
                      lower_bound=1)
