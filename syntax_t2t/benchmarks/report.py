@@ -18,6 +18,9 @@ MAX_STEP_TIME_RATIO = 1.10
 MIN_TORCH_SPEED_RATIO = 1.0
 #: Cached beam-4 decoding must be at least this many times as fast as uncached.
 MIN_CACHED_SPEEDUP = 5.0
+#: Our cached beam-4 decoding must reach this share of CTranslate2 float32's speed.
+MIN_CTRANSLATE2_SPEED_RATIO = 0.7
+CTRANSLATE2_FLOAT32 = "CTranslate2 float32"
 #: MST parse decoding of an 80-word sentence may take at most this many seconds.
 MAX_MST_SECONDS_AT_80 = 0.002
 
@@ -82,6 +85,12 @@ def evaluate_targets(results):
             f"cached / uncached beam-4 decoding speed at {beam4['output_tokens']} output tokens",
             beam4["speedup"]["median"], MIN_CACHED_SPEEDUP, at_most=False,
             cpu_measured=_median(beam4.get("cpu_speedup"))))
+        peer = beam4.get("peers", {}).get(CTRANSLATE2_FLOAT32)
+        if peer:
+            targets.append(Target(
+                f"our cached decoding speed at beam 4 / {CTRANSLATE2_FLOAT32}'s (same weights "
+                f"and batch)",
+                peer["speed_ratio"]["median"], MIN_CTRANSLATE2_SPEED_RATIO, at_most=False))
     mst = results.get("mst", {}).get("80")
     if mst:
         targets.append(Target("MST parse decoding of an 80-word sentence (ms)",
@@ -222,6 +231,15 @@ def format_table(results):
                     f"{entry['speedup']['median']:.1f}× | "
                     f"{_median(entry.get('cpu_speedup')) or float('nan'):.1f}× | "
                     f"{100 * entry['identical_outputs']:.0f}% |")
+        peer_rows = [(search, label, peer) for search, entry in decoding.items()
+                     for label, peer in entry.get("peers", {}).items()]
+        if peer_rows:
+            lines += ["", "### Decoding peers (same weights, batch and output length)", "",
+                      "| search | peer | sentences/s | tokens/s | our cached speed / peer's |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {search} | {label} | {peer['sentences_per_second']:.2f} | "
+                      f"{peer['tokens_per_second']:.0f} | {peer['speed_ratio']['median']:.2f} "
+                      f"{_spread(peer['speed_ratio'])} |" for search, label, peer in peer_rows]
     scaling = results.get("scaling")
     if scaling:
         first = next(iter(scaling.values()))

@@ -9,7 +9,9 @@ source length for `transformer` and the tree variants; cached against
 uncached greedy and beam-4 decoding; a same-shape PyTorch `nn.Transformer`;
 analytic FLOPs against the measured matmul peak; and, when a GPU is present
 (or `--mixed_precision`/`--xla` ask for it), mixed precision and XLA
-against float32 without XLA; and MST parse decoding time per sentence length.
+against float32 without XLA; CTranslate2 (float32, and int8 on one thread)
+decoding the same batch with the same weights beside our decoder; and MST
+parse decoding time per sentence length.
 `--quick` shrinks everything to a CI-sized run; `--only=mst` (or any other
 parts) runs those parts alone. See docs/performance.md.
 """
@@ -25,8 +27,8 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks import (decoding_speed, flops, measure, mst_speed, report, scaling,
-                                   torch_peer, training_throughput)
+from syntax_t2t.benchmarks import (ctranslate2_peer, decoding_speed, flops, measure, mst_speed,
+                                   report, scaling, torch_peer, training_throughput)
 from syntax_t2t.cli import common
 from syntax_t2t.data import pipeline
 from syntax_t2t.training import precision
@@ -36,8 +38,9 @@ FLAGS = flags.FLAGS
 DEFAULT_HPARAMS_SET = "transformer_small"
 # --output_dir (shared with the other programs) when not given.
 DEFAULT_OUTPUT_DIR = "bench_results"
-PARTS = ("training", "scaling", "decoding", "torch", "precision", "mst")
-# Parts that time the models built by the training part.
+PARTS = ("training", "scaling", "decoding", "torch", "precision", "mst", "ctranslate2")
+# Parts that time the models built by the training part (ctranslate2 is a
+# peer of the decoding part and runs with it).
 NEEDS_TRAINING = ("training", "scaling", "decoding", "torch")
 
 flags.DEFINE_bool("quick", False, "A CI-sized run: small batches, few repetitions, two "
@@ -234,9 +237,19 @@ def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hpar
             output_tokens = settings["decode_output_tokens"]
             model = measured["steps"][training_throughput.BASELINE].model
             source_length = max(2, output_tokens // 2)
+            batch = synthetic.batch(source_length, settings["decode_sentences"])
+            peers = None
+            if "ctranslate2" in parts:
+                if ctranslate2_peer.available():
+                    peers = ctranslate2_peer.decoding_runners(
+                        model, synthetic.vocabularies, batch["inputs"], output_tokens, (1, 4),
+                        results["threads"]["requested"])
+                else:
+                    logging.warning("CTranslate2 is not installed (the [ctranslate2] extra): "
+                                    "no decoding peer rows")
             results["decoding"] = decoding_speed.measure_decoding(
-                model, synthetic.batch(source_length, settings["decode_sentences"]),
-                output_tokens, repetitions=max(2, settings["repetitions"] - 2))
+                model, batch, output_tokens, repetitions=max(2, settings["repetitions"] - 2),
+                peers=peers)
 
 
 def main(argv):
