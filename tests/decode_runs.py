@@ -5,7 +5,10 @@ run files (`flags.txt`, hparams) that `bin/decode` reads its defaults from,
 so `bin/decode --output_dir=RUN` works without training.
 """
 
+import itertools
+
 import tensorflow as tf
+from absl import flags
 
 from syntax_t2t import registry
 from syntax_t2t.training import run_directory
@@ -59,3 +62,26 @@ def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=
     run_directory.write_run_files(str(run_dir), hparams, [
         f"--problem={PROBLEM}", f"--model={model_name}", f"--data_dir={data_dir}"])
     return model
+
+
+def generated_data(root, program, count):
+    """Data of `PROBLEM` under `root / "data"` and its first `count` test samples.
+
+    Imports the registry and parses the absl flags as `program` would
+    (tests call the programs' `main`).
+
+    Returns:
+        `(problem, samples)`: the problem with its vocabularies loaded, and
+        `(source tree, target)` pairs.
+    """
+    registry.import_all()
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS([program])
+    problem = registry.problem(PROBLEM)
+    problem.generate_data(str(root / "data"), str(root / "raw"), max_examples=200)
+    return problem, list(itertools.islice(problem.generate_samples(None, "test", None), count))
+
+
+def write_lines(path, lines):
+    """`lines` as a text file, one per line."""
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

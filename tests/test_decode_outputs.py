@@ -5,22 +5,18 @@ from `model.call` (the whole target at once), independently of the
 incremental decoder that the search and the forced scoring step through.
 """
 
-import itertools
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 from absl.testing import flagsaver
-from decode_runs import PROBLEM, save_random_run, small_hparams
+from decode_runs import generated_data, save_random_run, small_hparams, write_lines
 
-from syntax_t2t import registry
 from syntax_t2t.cli import decode
 from syntax_t2t.decoding.beam_search import length_penalty
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParamsError
 
-FLAGS = flags.FLAGS
 EOS_ID = 1
 ALPHA = 0.6
 EXTRA_LENGTH = 1
@@ -33,17 +29,12 @@ def workspace(tmp_path_factory):
     The run's `<EOS>` is boosted so that most hypotheses end (random weights
     never end them); the one-word line's maximum length cuts some off.
     """
-    registry.import_all()
-    if not FLAGS.is_parsed():
-        FLAGS(["decode"])
     root = tmp_path_factory.mktemp("decode_outputs")
-    problem = registry.problem(PROBLEM)
-    problem.generate_data(str(root / "data"), str(root / "raw"), max_examples=200)
-    samples = list(itertools.islice(problem.generate_samples(None, "test", None), 8))
+    problem, samples = generated_data(root, "decode", 8)
     lines = [" ".join(tree.tokens) for tree, _ in samples]
     lines[2] = ""
     lines[3] = lines[3].split()[0]
-    (root / "test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_lines(root / "test.txt", lines)
     model = save_random_run(root / "transformer", "transformer", small_hparams(), root / "data",
                             eos_scale=1.5)
     vocabularies = problem.load_vocabularies(str(root / "data"))

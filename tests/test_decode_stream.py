@@ -1,6 +1,5 @@
 """Decoding standard input as it arrives: batching, and bin/decode driven through a real pipe."""
 
-import itertools
 import os
 import queue
 import subprocess
@@ -9,15 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from absl import flags
 from absl.testing import flagsaver
-from decode_runs import PROBLEM, save_random_run, small_hparams
+from decode_runs import generated_data, save_random_run, small_hparams, write_lines
 
-from syntax_t2t import registry
 from syntax_t2t.cli import common, decode
 from syntax_t2t.decoding.streaming import line_batches
 
-FLAGS = flags.FLAGS
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = "beam_size=2,extra_length=3"
 # The first answer includes starting TensorFlow and building the model.
@@ -52,16 +48,10 @@ def test_a_batch_closes_after_the_wait_while_the_input_stays_open():
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """A `transformer` run, 6 test sentences (line 3 empty) and their file-decoded translations."""
-    registry.import_all()
-    if not FLAGS.is_parsed():
-        FLAGS(["decode"])
     root = tmp_path_factory.mktemp("decode_stream")
-    problem = registry.problem(PROBLEM)
-    problem.generate_data(str(root / "data"), str(root / "raw"), max_examples=200)
-    lines = [" ".join(tree.tokens)
-             for tree, _ in itertools.islice(problem.generate_samples(None, "test", None), 6)]
+    lines = [" ".join(tree.tokens) for tree, _ in generated_data(root, "decode", 6)[1]]
     lines[2] = ""
-    (root / "test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_lines(root / "test.txt", lines)
     save_random_run(root / "transformer", "transformer", small_hparams(), root / "data",
                     eos_scale=1.5)
     expected = {}

@@ -25,6 +25,7 @@ without sinusoids as in `transformer_relative`, `dep_parse`,
 
     translator = ctranslate2.Translator("ct2/transformer")
     translator.translate_batch([["a", "b", "c"]], beam_size=4, length_penalty=0.6,
+                               min_decoding_length=0,
                                max_decoding_length=len(tokens) + 1 + extra_length)
 
 CTranslate2's length penalty divides by `length ** alpha`, not GNMT's

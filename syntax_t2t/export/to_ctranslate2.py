@@ -23,7 +23,9 @@ search divides scores by `length ** length_penalty`, not by GNMT's
 `((5 + length) / 6) ** alpha`, so with alpha > 0 it can rank finished
 hypotheses differently; with `length_penalty=0` (alpha = 0), or greedy
 search, outputs equal `bin/decode`'s. Its `max_decoding_length` counts
-output tokens as our `source length + 1 + extra_length` does.
+output tokens as our `source length + 1 + extra_length` does, and its
+`min_decoding_length` defaults to 1 where our search may end at once (an
+empty translation): pass `min_decoding_length=0` to match.
 """
 
 import numpy as np
