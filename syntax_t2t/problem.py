@@ -484,7 +484,7 @@ class Problem:
         features = self.encode_source(source)
         vocabulary = self._loaded_vocabularies()[TARGETS]
         if not self.has_target_trees:
-            features[TARGETS] = vocabulary.encode(sentence_tokens(target)) + [EOS_ID]
+            features[TARGETS] = self.encode_target(sentence_tokens(target))
             return features
         tree = target if isinstance(target, DependencyTree) else getattr(target, "tree", None)
         if tree is None:
@@ -499,6 +499,10 @@ class Problem:
             features[TARGETS] = vocabulary.encode(tree.tokens) + [EOS_ID]
         features["tgt_heads"] = heads
         return features
+
+    def encode_target(self, tokens) -> list[int]:
+        """Target ids of a token sequence, then `<EOS>` (as training sees them)."""
+        return self._loaded_vocabularies()[TARGETS].encode(list(tokens)) + [EOS_ID]
 
     def decode_targets(self, ids) -> list[str]:
         """Target tokens of `ids`, up to the first `<EOS>`."""

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
+from decode_runs import PROBLEM, save_random_run, small_hparams
 
 from syntax_t2t import registry
 from syntax_t2t.cli import average_checkpoints, common, decode
@@ -20,11 +21,8 @@ from syntax_t2t.decoding.checkpoint_averaging import last_checkpoints
 from syntax_t2t.decoding.decoder import MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError
 from syntax_t2t.decoding.parse_file import read_parsed
-from syntax_t2t.training import run_directory
-from syntax_t2t.training.checkpoints import model_weights
 
 FLAGS = flags.FLAGS
-PROBLEM = "synthetic_syntax_reorder"
 
 
 @pytest.fixture(scope="module")
@@ -43,22 +41,9 @@ def workspace(tmp_path_factory):
     lines[2] = b""
     lines.insert(5, b"bad \xff byte")
     (root / "test.txt").write_bytes(b"\n".join(lines) + b"\n")
-    hparams = registry.hparams("transformer_tiny")
-    hparams.override(dict(hidden_size=32, filter_size=64))
+    hparams = small_hparams()
     for model_name in ("dep_parse", "tree_distance"):
-        run = root / model_name
-        model = registry.model(model_name)(hparams, problem.vocab_sizes(str(root / "data")))
-        step = tf.Variable(0, dtype=tf.int64)
-        manager = tf.train.CheckpointManager(
-            tf.train.Checkpoint(model_weights=model_weights(model), step=step), str(run), max_to_keep=5,
-            checkpoint_name="ckpt")
-        for value in (10, 20):
-            step.assign(value)
-            for weight in model.weights:
-                weight.assign(tf.random.normal(weight.shape, stddev=0.1, seed=value))
-            manager.save(checkpoint_number=value)
-        run_directory.write_run_files(str(run), hparams, [
-            f"--problem={PROBLEM}", f"--model={model_name}", f"--data_dir={root / 'data'}"])
+        save_random_run(root / model_name, model_name, hparams, root / "data", steps=(10, 20))
     return root
 
 

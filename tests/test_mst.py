@@ -1,7 +1,11 @@
-"""Maximum spanning tree and head decoding, against brute force on small graphs."""
+"""Maximum spanning tree and head decoding, against brute force on small graphs
+and against networkx's Edmonds (the implementation before the C++ one) on
+random score matrices."""
 
 import itertools
+import os
 
+import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -26,6 +30,44 @@ def brute_force_best_tree(scores):
             continue
         best = max(best, tree_score(scores, heads))
     return best
+
+
+def networkx_maximum_spanning_tree(scores):
+    """The reference: networkx's Edmonds on the complete head -> dependent graph."""
+    size = len(scores)
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(
+        (head, dependent, float(scores[dependent, head]))
+        for dependent in range(1, size) for head in range(size) if head != dependent)
+    tree = nx.maximum_spanning_arborescence(graph, attr="weight", preserve_attrs=False)
+    heads = np.zeros(size - 1, dtype=np.int32)
+    for head, dependent in tree.edges():
+        heads[dependent - 1] = head
+    return heads
+
+
+def _assert_same_trees_as_networkx(count, max_words, seed):
+    # Continuous random scores: ties have probability zero.
+    rng = np.random.default_rng(seed)
+    for index in range(count):
+        words = int(rng.integers(2, max_words + 1))
+        scores = rng.normal(size=(words + 1, words + 1))
+        expected = networkx_maximum_spanning_tree(scores)
+        assert maximum_spanning_tree(scores).tolist() == expected.tolist(), (
+            f"matrix {index} ({words} words, seed {seed})")
+
+
+def test_same_trees_as_networkx_on_random_scores():
+    _assert_same_trees_as_networkx(300, 30, seed=0)
+
+
+@pytest.mark.slow
+def test_same_trees_as_networkx_on_many_long_random_scores():
+    # networkx needs about 0.2 s a matrix here, so CI checks 1,000 matrices
+    # (about 3 minutes); MST_REFERENCE_MATRICES=10000 runs the full check
+    # (about 35 minutes on one core).
+    _assert_same_trees_as_networkx(int(os.environ.get("MST_REFERENCE_MATRICES", 1000)), 100,
+                                   seed=1)
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,7 +37,7 @@ class SyntheticBatches:
             self.problem.generate_data(data_dir, data_dir)
             self.vocab_sizes = self.problem.vocab_sizes(data_dir)
             # Loaded vocabularies stay on the problem for `encode`.
-            self.problem.load_vocabularies(data_dir)
+            self.vocabularies = self.problem.load_vocabularies(data_dir)
 
     @property
     def feature_keys(self):

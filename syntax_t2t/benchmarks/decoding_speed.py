@@ -69,9 +69,7 @@ def uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_i
 def make_uncached_decode_function(model, feature_keys, beam_size, alpha, extra_length,
                                   eos_id=NO_EOS):
     """`uncached_decode_batch` as a `tf.function` (as `fast_decode.make_decode_function`)."""
-    signature = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in sorted(feature_keys)}
-
-    @tf.function(input_signature=[signature])
+    @tf.function(input_signature=[fast_decode.feature_signature(feature_keys)])
     def decode(features):
         return uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_id)
 
@@ -79,7 +77,7 @@ def make_uncached_decode_function(model, feature_keys, beam_size, alpha, extra_l
 
 
 def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions=3, alpha=0.6,
-                     jit_compile=False):
+                     jit_compile=False, peers=None):
     """Sentences/s and tokens/s of cached and uncached decoding, interleaved.
 
     Args:
@@ -93,14 +91,19 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
         alpha: length-penalty exponent.
         jit_compile: compile the cached decoder with XLA (the reference never is:
             its shapes change every step).
+        peers: `{label: {beam: runner}}` of other decoders of the same batch
+            (`ctranslate2_peer.decoding_runners`), interleaved with ours;
+            each runner decodes once and returns its seconds.
 
     Returns:
         `{"beam<k>": {"cached": {...}, "uncached": {...}, "speedup": Summary
         dict of per-round uncached/cached time ratios, "cpu_speedup": the
         same of process CPU times, "identical_outputs":
-        share of hypotheses the two agree on}}`, each of "cached" and
-        "uncached" with "seconds" (Summary dict), "sentences_per_second" and
-        "tokens_per_second".
+        share of hypotheses the two agree on, "peers": {label: the same
+        three entries and "speed_ratio", a Summary dict of per-round
+        peer/cached time ratios (our speed / the peer's)}}}`, each of "cached"
+        and "uncached" with "seconds" (Summary dict), "sentences_per_second"
+        and "tokens_per_second".
     """
     features = {key: tf.constant(batch[key]) for key in sorted(model.decode_features)}
     length = int(batch["inputs"].shape[1])
@@ -118,18 +121,28 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
     outputs = {key: decode(features) for key, decode in decoders.items()}  # compiles
     runners = {key: (lambda decode=decode: measure.timed(lambda: decode(features)["ids"].numpy()))
                for key, decode in decoders.items()}
+    peers = peers or {}
+    for label, by_beam in peers.items():
+        for beam in beam_sizes:
+            by_beam[beam]()  # untimed: warms the peer up as the compiling call does ours
+            runners[(beam, label)] = by_beam[beam]
     cpu = {key: [] for key in runners}
     timings = measure.interleaved(
         {key: measure.with_cpu_time(runner, cpu[key]) for key, runner in runners.items()},
         repetitions)
     results = {}
+
+    def speeds(times):
+        seconds = measure.Summary.of(times)
+        return {"seconds": seconds.as_dict(), "sentences_per_second": sentences / seconds.median,
+                "tokens_per_second": sentences * output_tokens / seconds.median}
+
     for beam in beam_sizes:
-        entry = {}
-        for kind in ("cached", "uncached"):
-            seconds = measure.Summary.of(timings[(beam, kind)])
-            entry[kind] = {"seconds": seconds.as_dict(),
-                           "sentences_per_second": sentences / seconds.median,
-                           "tokens_per_second": sentences * output_tokens / seconds.median}
+        entry = {kind: speeds(timings[(beam, kind)]) for kind in ("cached", "uncached")}
+        entry["peers"] = {
+            label: dict(speeds(timings[(beam, label)]), speed_ratio=measure.Summary.of(
+                [p / c for p, c in zip(timings[(beam, label)], timings[(beam, "cached")])]
+            ).as_dict()) for label in peers}
         entry["speedup"] = measure.Summary.of(
             [u / c for u, c in zip(timings[(beam, "uncached")], timings[(beam, "cached")])]
         ).as_dict()

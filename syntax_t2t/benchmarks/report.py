@@ -1,9 +1,9 @@
 """The benchmark's targets, its table, and its JSON and PNG outputs.
 
 `results` is the dict `bin/bench` builds (see `syntax_t2t/cli/bench.py`):
-`training`, `torch_peer`, `decoding`, `scaling`, `efficiency`, and
-optionally `precision`; the functions here only read it, so they can be
-checked on made-up numbers.
+`training`, `torch_peer`, `decoding`, `scaling`, `efficiency`, `mst`, and
+optionally `precision`, each present when its part ran; the functions here
+only read it, so they can be checked on made-up numbers.
 """
 
 import dataclasses
@@ -18,6 +18,11 @@ MAX_STEP_TIME_RATIO = 1.10
 MIN_TORCH_SPEED_RATIO = 1.0
 #: Cached beam-4 decoding must be at least this many times as fast as uncached.
 MIN_CACHED_SPEEDUP = 5.0
+#: Our cached beam-4 decoding must reach this share of CTranslate2 float32's speed.
+MIN_CTRANSLATE2_SPEED_RATIO = 0.7
+CTRANSLATE2_FLOAT32 = "CTranslate2 float32"
+#: MST parse decoding of an 80-word sentence may take at most this many seconds.
+MAX_MST_SECONDS_AT_80 = 0.002
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +66,10 @@ def evaluate_targets(results):
         `Target`s: one per syntax-aware thesis variant (step time ratio to
         `transformer` with the same hparams), ours against the PyTorch peer
         (peer step time / ours) when measured, and cached against uncached
-        beam-4 decoding when measured.
+        beam-4 decoding and MST parse decoding at 80 words when measured.
     """
     targets = []
-    for label, case in results["training"]["cases"].items():
+    for label, case in results.get("training", {}).get("cases", {}).items():
         if case["thesis_variant"] and case["ratio"] is not None:
             targets.append(Target(f"step time {label} / {case['baseline']}",
                                   case["ratio"]["median"], MAX_STEP_TIME_RATIO, at_most=True,
@@ -80,6 +85,17 @@ def evaluate_targets(results):
             f"cached / uncached beam-4 decoding speed at {beam4['output_tokens']} output tokens",
             beam4["speedup"]["median"], MIN_CACHED_SPEEDUP, at_most=False,
             cpu_measured=_median(beam4.get("cpu_speedup"))))
+        peer = beam4.get("peers", {}).get(CTRANSLATE2_FLOAT32)
+        if peer:
+            targets.append(Target(
+                f"our cached decoding speed at beam 4 / {CTRANSLATE2_FLOAT32}'s (same weights "
+                f"and batch)",
+                peer["speed_ratio"]["median"], MIN_CTRANSLATE2_SPEED_RATIO, at_most=False))
+    mst = results.get("mst", {}).get("80")
+    if mst:
+        targets.append(Target("MST parse decoding of an 80-word sentence (ms)",
+                              1000 * mst["seconds"]["median"], 1000 * MAX_MST_SECONDS_AT_80,
+                              at_most=True))
     return targets
 
 
@@ -97,7 +113,7 @@ def _cpu_cell(summary):
 
 def other_architectures(results):
     """`[(label, case)]` of the cases timed with a hparams set of their own (not targets)."""
-    return [(label, case) for label, case in results["training"]["cases"].items()
+    return [(label, case) for label, case in results.get("training", {}).get("cases", {}).items()
             if case.get("hparams_set")]
 
 
@@ -129,21 +145,13 @@ def _run_lines(results):
     return lines
 
 
-def format_table(results):
-    """The report as Markdown: settings, tables and targets."""
+def _training_lines(results):
+    """The training step table, its notes and MFU."""
     settings = results["settings"]
-    lines = [f"Measured {results['date']} on {results['machine']}.",
-             f"hparams set `{settings['hparams_set']}`, {settings['precision']}, XLA "
-             f"{'on' if settings['xla'] else 'off'}; training batch {settings['sentences']} x "
-             f"{settings['length']} tokens; {settings['repetitions']} interleaved repetitions "
-             f"of {settings['steps_per_repetition']} steps after {settings['warmup_steps']} "
-             f"warm-up steps; median, ± half the range over repetitions.",
-             f"Memory: {results['memory_method']}."]
-    lines += _run_lines(results)
-    lines += ["", "### Training step", "",
-              "| model | hparams set | step time (ms) | target tokens/s | × transformer | +% | "
-              "CPU time (ms) | × transformer (CPU) | memory (MiB) | parameters | MFU |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["", "### Training step", "",
+             "| model | hparams set | step time (ms) | target tokens/s | × transformer | +% | "
+             "CPU time (ms) | × transformer (CPU) | memory (MiB) | parameters | MFU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     efficiency = results.get("efficiency", {})
     for label, case in results["training"]["cases"].items():
         step = case["step_time"]
@@ -181,6 +189,22 @@ def format_table(results):
                   f"{efficiency['matmul_size']}² float32 matmul rate in this run "
                   f"({efficiency['peak_flops'] / 1e9:.1f} GFLOP/s); shown for `transformer` "
                   f"shapes (syntax terms not counted)."]
+    return lines
+
+
+def format_table(results):
+    """The report as Markdown: settings, tables and targets."""
+    settings = results["settings"]
+    lines = [f"Measured {results['date']} on {results['machine']}.",
+             f"hparams set `{settings['hparams_set']}`, {settings['precision']}, XLA "
+             f"{'on' if settings['xla'] else 'off'}; training batch {settings['sentences']} x "
+             f"{settings['length']} tokens; {settings['repetitions']} interleaved repetitions "
+             f"of {settings['steps_per_repetition']} steps after {settings['warmup_steps']} "
+             f"warm-up steps; median, ± half the range over repetitions.",
+             f"Memory: {results['memory_method']}."]
+    lines += _run_lines(results)
+    if "training" in results:
+        lines += _training_lines(results)
     peer = results.get("torch_peer")
     if peer:
         ours_cpu = results["training"]["cases"].get("transformer", {}).get("cpu_time")
@@ -207,6 +231,15 @@ def format_table(results):
                     f"{entry['speedup']['median']:.1f}× | "
                     f"{_median(entry.get('cpu_speedup')) or float('nan'):.1f}× | "
                     f"{100 * entry['identical_outputs']:.0f}% |")
+        peer_rows = [(search, label, peer) for search, entry in decoding.items()
+                     for label, peer in entry.get("peers", {}).items()]
+        if peer_rows:
+            lines += ["", "### Decoding peers (same weights, batch and output length)", "",
+                      "| search | peer | sentences/s | tokens/s | our cached speed / peer's |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {search} | {label} | {peer['sentences_per_second']:.2f} | "
+                      f"{peer['tokens_per_second']:.0f} | {peer['speed_ratio']['median']:.2f} "
+                      f"{_spread(peer['speed_ratio'])} |" for search, label, peer in peer_rows]
     scaling = results.get("scaling")
     if scaling:
         first = next(iter(scaling.values()))
@@ -242,6 +275,13 @@ def format_table(results):
         for name, entry in precision.items():
             lines.append(f"| {name} | {1000 * entry['step_time']['median']:.0f} "
                          f"{_spread(entry['step_time'])} | {entry['ratio']['median']:.2f} |")
+    mst = results.get("mst")
+    if mst:
+        lines += ["", "### MST parse decoding (`--parse_decoder=mst`, random head scores)", "",
+                  "| words | ms per sentence | sentences |", "|---|---|---|"]
+        lines += [f"| {length} | {1000 * entry['seconds']['median']:.3f} "
+                  f"{_spread(entry['seconds'])} | {entry['sentences']} |"
+                  for length, entry in mst.items()]
     lines += ["", "### Targets", ""]
     lines += [f"- {target.describe()}" for target in evaluate_targets(results)]
     for label, case in other_architectures(results):

@@ -9,8 +9,11 @@ source length for `transformer` and the tree variants; cached against
 uncached greedy and beam-4 decoding; a same-shape PyTorch `nn.Transformer`;
 analytic FLOPs against the measured matmul peak; and, when a GPU is present
 (or `--mixed_precision`/`--xla` ask for it), mixed precision and XLA
-against float32 without XLA. `--quick` shrinks everything to a CI-sized run.
-See docs/performance.md.
+against float32 without XLA; CTranslate2 (float32, and int8 on one thread)
+decoding the same batch with the same weights beside our decoder; and MST
+parse decoding time per sentence length.
+`--quick` shrinks everything to a CI-sized run; `--only=mst` (or any other
+parts) runs those parts alone. See docs/performance.md.
 """
 
 import contextlib
@@ -25,11 +28,8 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks import (datagen_speed, decoding_speed, flops, measure, report, scaling,
-                                   training_throughput)
-from syntax_t2t.cli import common
-from syntax_t2t.data import pipeline
-from syntax_t2t.training import precision
+from syntax_t2t.benchmarks import (ctranslate2_peer, datagen_speed, decoding_speed, flops, measure,
+                                   mst_speed, report, scaling, training_throughput)
 
 try:
     from syntax_t2t.benchmarks import torch_peer
@@ -38,13 +38,19 @@ except ModuleNotFoundError as error:
     if error.name != "torch":
         raise
     torch_peer = None
+from syntax_t2t.cli import common
+from syntax_t2t.data import pipeline
+from syntax_t2t.training import precision
 
 FLAGS = flags.FLAGS
 
 DEFAULT_HPARAMS_SET = "transformer_small"
 # --output_dir (shared with the other programs) when not given.
 DEFAULT_OUTPUT_DIR = "bench_results"
-PARTS = ("training", "scaling", "decoding", "torch", "precision")
+PARTS = ("training", "scaling", "decoding", "torch", "precision", "mst", "ctranslate2")
+# Parts that time the models built by the training part (ctranslate2 is a
+# peer of the decoding part and runs with it).
+NEEDS_TRAINING = ("training", "scaling", "decoding", "torch")
 
 flags.DEFINE_bool("datagen", False, "Benchmark data preparation instead (and only): datagen "
                   "examples/s with 1 and 2 workers, spaCy parsing at 1 and 2 processes, peak "
@@ -60,6 +66,10 @@ flags.DEFINE_bool("quick", False, "A CI-sized run: small batches, few repetition
                   "lengths, short decoding, no relative combinations.")
 flags.DEFINE_list("models", [], "Models to time (default: every registered model).")
 flags.DEFINE_list("skip", [], f"Parts to leave out, of {', '.join(PARTS[1:])}.")
+flags.DEFINE_list("only", [], f"Parts to run alone, of {', '.join(PARTS)} (default: all but "
+                  f"--skip).")
+flags.DEFINE_list("mst_lengths", ["10", "20", "40", "80", "100"],
+                  "Sentence lengths (words) of the MST parse decoding timing.")
 flags.DEFINE_bool("relative", True, "Also time the thesis variants with relative positions "
                   "(off under --quick unless given).")
 flags.DEFINE_integer("length", 33, "Padded source and target length of the training batch: "
@@ -91,8 +101,8 @@ if "xla" not in FLAGS:
                       "Also time the step with XLA; auto = on a GPU only.")
 
 QUICK = {"batch_tokens": 128, "repetitions": 2, "steps_per_repetition": 1,
-         "scaling_lengths": ["16", "32"], "decode_sentences": 1, "decode_output_tokens": 20,
-         "matmul_size": 256, "length": 16, "relative": False}
+         "scaling_lengths": ["16", "32"], "mst_lengths": ["10", "80"], "decode_sentences": 1,
+         "decode_output_tokens": 20, "matmul_size": 256, "length": 16, "relative": False}
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("hparams_set", "hparams", "output_dir", "random_seed", "mixed_precision", "xla"):
@@ -106,21 +116,34 @@ def _setting(name):
     return FLAGS[name].value
 
 
-def _check_flags():
-    unknown = sorted(set(FLAGS.skip) - set(PARTS[1:]))
+def _check_parts(flag, expected):
+    unknown = sorted(set(FLAGS[flag].value) - set(expected))
     if unknown:
-        raise common.UsageError(f"--skip: unknown part(s) {', '.join(unknown)}; expected "
-                                f"{', '.join(PARTS[1:])}")
-    for name in FLAGS.models:
-        registry.model(name)  # a RegistryError names the registered ones
+        raise common.UsageError(f"--{flag}: unknown part(s) {', '.join(unknown)}; expected "
+                                f"{', '.join(expected)}")
+
+
+def _lengths(flag, minimum):
     try:
-        lengths = [int(length) for length in _setting("scaling_lengths")]
+        lengths = [int(length) for length in _setting(flag)]
     except ValueError as error:
-        raise common.UsageError(f"--scaling_lengths: {error}") from error
-    if any(length < 4 for length in lengths):
-        raise common.UsageError(f"--scaling_lengths: every length must be at least 4, got "
+        raise common.UsageError(f"--{flag}: {error}") from error
+    if any(length < minimum for length in lengths):
+        raise common.UsageError(f"--{flag}: every length must be at least {minimum}, got "
                                 f"{lengths}")
     return lengths
+
+
+def _check_flags():
+    """The parts to run, the scaling lengths and the MST lengths."""
+    _check_parts("skip", PARTS[1:])
+    _check_parts("only", PARTS)
+    if FLAGS.only and FLAGS.skip:
+        raise common.UsageError("--only and --skip exclude each other")
+    for name in FLAGS.models:
+        registry.model(name)  # a RegistryError names the registered ones
+    parts = set(FLAGS.only) if FLAGS.only else set(PARTS) - set(FLAGS.skip)
+    return parts, _lengths("scaling_lengths", 4), _lengths("mst_lengths", 1)
 
 
 def _model_hparams_sets():
@@ -202,6 +225,56 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_
     return measured, torch_results
 
 
+def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hparams_sets):
+    """The training part and those that reuse its models (scaling, decoding, torch)."""
+    sentences, length = results["settings"]["sentences"], settings["length"]
+    with _part(results, "training"):
+        measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
+                                            "torch" in parts, hparams_sets)
+    results["training"] = {"cases": measured["cases"], "skipped": measured["skipped"]}
+    if torch_results:
+        results["torch_peer"] = torch_results
+
+    with _part(results, "peak matmul rate"):
+        peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
+    step_flops = flops.training_step_flops(hparams, synthetic.vocab_sizes["targets"], sentences,
+                                           length, length)
+    # The analytic count is `transformer`'s: not meaningful for another architecture.
+    results["efficiency"] = {
+        "step_flops": step_flops, "peak_flops": peak, "matmul_size": settings["matmul_size"],
+        "mfu": {label: flops.model_flops_utilisation(step_flops, case["step_time"]["median"],
+                                                     peak)
+                for label, case in measured["cases"].items() if case["hparams_set"] is None}}
+
+    if "scaling" in parts:
+        with _part(results, "scaling"):
+            tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
+            results["scaling"] = scaling.measure_scaling(
+                synthetic, hparams, results["settings"]["scaling_lengths"],
+                settings["batch_tokens"], models=tree_models,
+                repetitions=max(1, settings["repetitions"] - 2), seed=seed,
+                steps=measured["steps"])
+
+    if "decoding" in parts:
+        with _part(results, "decoding"):
+            output_tokens = settings["decode_output_tokens"]
+            model = measured["steps"][training_throughput.BASELINE].model
+            source_length = max(2, output_tokens // 2)
+            batch = synthetic.batch(source_length, settings["decode_sentences"])
+            peers = None
+            if "ctranslate2" in parts:
+                if ctranslate2_peer.available():
+                    peers = ctranslate2_peer.decoding_runners(
+                        model, synthetic.vocabularies, batch["inputs"], output_tokens, (1, 4),
+                        results["threads"]["requested"])
+                else:
+                    logging.warning("CTranslate2 is not installed (the [ctranslate2] extra): "
+                                    "no decoding peer rows")
+            results["decoding"] = decoding_speed.measure_decoding(
+                model, batch, output_tokens, repetitions=max(2, settings["repetitions"] - 2),
+                peers=peers)
+
+
 def _datagen_benchmark():
     """`--datagen`: prints and writes (datagen.json) the data-preparation figures."""
     try:
@@ -235,13 +308,13 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.datagen:
         return _datagen_benchmark()
-    if torch_peer is None and "torch" not in FLAGS.skip:
+    start = time.perf_counter()
+    threads = _threads()
+    parts, lengths, mst_lengths = _check_flags()
+    if torch_peer is None and "torch" in parts:
         raise common.UsageError("the PyTorch peer needs torch, which is not installed: pass "
                                 "--skip=torch, or install it (pip install -e '.[stanza]'; see "
                                 "README, Set-up)")
-    start = time.perf_counter()
-    threads = _threads()
-    lengths = _check_flags()
     hparams_sets = _model_hparams_sets()
     hparams = _hparams()
     seed = FLAGS.random_seed if FLAGS.random_seed is not None else 0
@@ -276,44 +349,12 @@ def main(argv):
 
     print(f"{len(registry.models.names())} registered models, batch {sentences} x {length}, "
           f"threads {threads}", flush=True)
-    with _part(results, "training"):
-        measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
-                                            "torch" not in FLAGS.skip, hparams_sets)
-    results["training"] = {"cases": measured["cases"], "skipped": measured["skipped"]}
-    if torch_results:
-        results["torch_peer"] = torch_results
-
-    with _part(results, "peak matmul rate"):
-        peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
-    step_flops = flops.training_step_flops(hparams, synthetic.vocab_sizes["targets"], sentences,
-                                           length, length)
-    # The analytic count is `transformer`'s: not meaningful for another architecture.
-    results["efficiency"] = {
-        "step_flops": step_flops, "peak_flops": peak, "matmul_size": settings["matmul_size"],
-        "mfu": {label: flops.model_flops_utilisation(step_flops, case["step_time"]["median"],
-                                                     peak)
-                for label, case in measured["cases"].items() if case["hparams_set"] is None}}
-
-    if "scaling" not in FLAGS.skip:
-        with _part(results, "scaling"):
-            tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
-            results["scaling"] = scaling.measure_scaling(
-                synthetic, hparams, lengths, settings["batch_tokens"], models=tree_models,
-                repetitions=max(1, settings["repetitions"] - 2), seed=seed,
-                steps=measured["steps"])
-
-    if "decoding" not in FLAGS.skip:
-        with _part(results, "decoding"):
-            output_tokens = settings["decode_output_tokens"]
-            model = measured["steps"][training_throughput.BASELINE].model
-            source_length = max(2, output_tokens // 2)
-            results["decoding"] = decoding_speed.measure_decoding(
-                model, synthetic.batch(source_length, settings["decode_sentences"]),
-                output_tokens, repetitions=max(2, settings["repetitions"] - 2))
+    if parts & set(NEEDS_TRAINING):
+        _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hparams_sets)
 
     policy_name = precision.resolve_precision(FLAGS.mixed_precision)
     jit_compile = precision.resolve_xla(FLAGS.xla)
-    if "precision" not in FLAGS.skip and (policy_name != "float32" or jit_compile):
+    if "precision" in parts and (policy_name != "float32" or jit_compile):
         with _part(results, "precision"):
             compared = {"float32": ("float32", False)}
             if policy_name != "float32":
@@ -327,17 +368,25 @@ def main(argv):
                 warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
                 steps_per_repetition=settings["steps_per_repetition"], seed=seed)
 
+    if "mst" in parts:
+        with _part(results, "mst"):
+            results["mst"] = mst_speed.measure_mst(mst_lengths,
+                                                   repetitions=settings["repetitions"], seed=seed)
+
     results["run"]["seconds"] = time.perf_counter() - start
     results["run"]["load_average"]["end"] = measure.load_average()
     output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
     os.makedirs(output_dir, exist_ok=True)
     table = report.format_table(results)
     report.write_json(results, os.path.join(output_dir, "bench.json"))
-    report.write_chart(results, os.path.join(output_dir, "bench.png"))
+    written = ["bench.json", "bench.md"]
+    if "training" in results:
+        report.write_chart(results, os.path.join(output_dir, "bench.png"))
+        written.append("bench.png")
     io_utils.atomic_write_text(os.path.join(output_dir, "bench.md"),
                                f"Command: `{results['command']}`\n\n{table}")
     print(table)
-    print(f"wrote {output_dir}/bench.json, bench.png and bench.md")
+    print(f"wrote {', '.join(os.path.join(output_dir, name) for name in written)}")
 
 
 def run():

@@ -18,6 +18,21 @@ input sentence gives an empty line and a warning. With
 best first (fewer than `beam_size` when the search stopped with fewer
 finished hypotheses).
 
+n-best lists (T2T's `--decode_hparams=return_beams=true,write_beam_scores=true`,
+or fairseq's `--nbest=N` for the best N of the beam) write one line per
+hypothesis, `hypothesis<TAB>score`, best first, the hypotheses of one input
+sentence together and one blank line after each input sentence (an unusable
+one: the blank line alone):
+
+    der Hund bellt<TAB>-1.234567
+    der Hund bellte<TAB>-2.345678
+
+    ein Satz<TAB>-0.456789
+
+The score is the beam search's ranking score: the log-probability (natural
+log) divided by the GNMT length penalty ((5 + length) / 6) ** alpha, length
+counting `<EOS>` (`decoding/output_format.py`).
+
 Models with a parse head (`dep_parse`, `diagonal_parse`, and `sisa`, whose
 bi-affine head is trained on parents) also write the source parse read from
 that head to `--parse_to_file` as CoNLL-U, without `<ROOT>`:
@@ -27,19 +42,41 @@ parse is over the original words (`decoding/parse_heads.py`), so it scores
 against the gold trees. Other models refuse `--parse_to_file`. Unusable
 input sentences have no parse block.
 
+`--decode_interactive` (T2T), or `--decode_from_file=-` with no
+`--decode_to_file` (or `-`), reads tokenised text lines from standard input
+as they arrive and decodes them in batches: a batch closes when it holds
+`batch_size` lines or 0.1 s after its first line arrived, and its
+translations are written to standard output and flushed as soon as it is
+decoded, one line (or n-best block) per input line, in input order; so a
+program can send a line and read its translation before sending the next
+(`decoding/streaming.py`). It stops at the end of the input. Models that
+need source trees cannot read plain lines and are refused.
+
+Forced scoring (`--score_file=F` as in T2T, lines `source<TAB>target`; or
+fairseq's `--score_reference` with `--decode_from_file` and
+`--reference_file`) writes, instead of translations, one line per input
+sentence: `total<TAB>per_token`, the natural-log probability of the given
+translation (`<EOS>` included) and that per target id, without length
+penalty (`decoding/forced_scoring.py`).
+
 Every output is written under a temporary name and renamed when complete,
 so an interrupted decode never leaves a file that looks complete.
 """
+
+import sys
 
 from absl import flags, logging
 
 from syntax_t2t import io_utils
 from syntax_t2t.cli import common
+from syntax_t2t.decoding import forced_scoring
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding import length_model as length_model_lib
+from syntax_t2t.decoding import streaming
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
 from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
+from syntax_t2t.decoding.output_format import output_format
 from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
 from syntax_t2t.decoding.source_parsing import with_parsed_sources
@@ -53,15 +90,36 @@ if "checkpoint_path" not in FLAGS:
     flags.DEFINE_string("checkpoint_path", None,
                         "Checkpoint prefix to restore (e.g. runs/x/averaged/ckpt-5000); default: the "
                         "newest checkpoint of --output_dir.")
-flags.DEFINE_string("decode_from_file", None, "The sentences to translate.")
+flags.DEFINE_string("decode_from_file", None, "The sentences to translate; - with no "
+                    "--decode_to_file (or -) decodes standard input as it arrives, as "
+                    "--decode_interactive.")
+flags.DEFINE_bool("decode_interactive", False,
+                  "Translate tokenised lines of standard input as they arrive, in batches that "
+                  "close when full or after a short wait, writing each batch's translations to "
+                  "standard output as soon as they are done (T2T's flag).")
 flags.DEFINE_string("decode_to_file", None, "Where the translations go, one line per input sentence.")
 if "decode_hparams" not in FLAGS:
-    # bin/train defines the same flag (--eval_bleu); tests and tools may import both programs.
+    # bin/train (--eval_bleu) and bin/export define the same flag; tests and tools may
+    # import several programs.
     flags.DEFINE_string("decode_hparams", "",
-                        "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,"
-                        "extra_length=50,return_beams=false,length_model=false'; "
+                        "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
+                        "return_beams=false,write_beam_scores=false,length_model=false'; "
+                        "write_beam_scores=true (with return_beams=true) writes n-best lists; "
                         "length_model=true scores by log p(y|x) + log p(len y | len x) from "
                         "training statistics (Eriguchi et al. 2016).")
+flags.DEFINE_integer("nbest", None, "Write the best N hypotheses of the beam with their scores "
+                     "(fairseq's --nbest; the n-best layout of write_beam_scores=true).",
+                     lower_bound=1)
+flags.DEFINE_string("score_file", None,
+                    "Forced scoring (T2T): give the log-probability of each translation of this "
+                    "file of tokenised source<TAB>target lines, as total<TAB>per_token lines in "
+                    "--decode_to_file, instead of decoding.")
+flags.DEFINE_bool("score_reference", False,
+                  "Forced scoring (fairseq): score --reference_file's translations of "
+                  "--decode_from_file's sentences (any input format) instead of decoding.")
+flags.DEFINE_string("reference_file", None,
+                    "With --score_reference: the tokenised translations, one line per source "
+                    "sentence.")
 flags.DEFINE_enum("decode_input_format", "auto", decode_inputs.FORMATS,
                   "Format of --decode_from_file; auto guesses from the name and the first line.")
 flags.DEFINE_string("parse_to_file", None,
@@ -85,21 +143,12 @@ for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
     flags.declare_key_flag(_name)
 
 
-def output_lines(sentences, translations, return_beams, detokenize=" ".join):
-    """One output line per input sentence; warns about unusable ones.
-
-    `detokenize` turns a hypothesis' tokens into its text.
-    """
-    lines = []
+def output_text(sentences, translations, layout):
+    """The output of every input sentence in `layout` (`OutputFormat`); warns about unusable ones."""
     for sentence, translation in zip(sentences, translations):
         if translation is None:
             logging.warning("no translation for an unusable input sentence: %s", sentence.problem)
-            lines.append("")
-        elif return_beams:
-            lines.append("\t".join(detokenize(tokens) for tokens, _ in translation.beams))
-        else:
-            lines.append(detokenize(translation.tokens))
-    return lines
+    return "".join(layout.text(translation) for translation in translations)
 
 
 def parsed_sentences(sentences, translations):
@@ -113,16 +162,41 @@ def parsed_sentences(sentences, translations):
     return parsed
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    common.require("decode_from_file", "decode_to_file")
-    settings = decode_hparams(FLAGS.decode_hparams)
-    for flag in ("decode_to_file", "parse_to_file"):
-        if getattr(FLAGS, flag):
-            io_utils.check_output_path(getattr(FLAGS, flag), f"--{flag}")
-    # The input is read first: its errors show before the model is built.
-    sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+def _streaming():
+    """Whether to decode standard input as it arrives (`--decode_interactive`, or `-` to stdout)."""
+    return FLAGS.decode_interactive or (FLAGS.decode_from_file == "-"
+                                        and FLAGS.decode_to_file in (None, "-"))
+
+
+def _check_mode():
+    """The flags each mode needs: streaming, forced scoring or decoding a file."""
+    if _streaming():
+        given = [f"--{name}" for name in ("score_file", "score_reference", "parse_to_file")
+                 if FLAGS[name].value]
+        if FLAGS.decode_to_file not in (None, "-"):
+            given.append("--decode_to_file")
+        if given:
+            raise common.UsageError(
+                f"{', '.join(given)}: decoding standard input as it arrives "
+                f"(--decode_interactive or --decode_from_file=-) writes translations to "
+                f"standard output only")
+        return
+    if FLAGS.score_file and FLAGS.score_reference:
+        raise common.UsageError("--score_file and --score_reference exclude each other: score "
+                                "source<TAB>target lines, or --decode_from_file's sources with "
+                                "--reference_file's translations")
+    if FLAGS.score_file:
+        common.require("decode_to_file")
+    elif FLAGS.score_reference:
+        common.require("decode_from_file", "reference_file", "decode_to_file")
+    else:
+        common.require("decode_from_file", "decode_to_file")
+    if (FLAGS.score_file or FLAGS.score_reference) and FLAGS.parse_to_file:
+        raise common.UsageError("--parse_to_file: forced scoring writes no parses")
+
+
+def _load_decoder(settings):
+    """The trained model's `Decoder` (and the `TrainedModel`), as the flags ask."""
     trained = load_trained_model(
         output_dir=FLAGS.output_dir, checkpoint_path=FLAGS.checkpoint_path, model_name=FLAGS.model,
         problem_name=FLAGS.problem, data_dir=FLAGS.data_dir, hparams_set=FLAGS.hparams_set,
@@ -141,14 +215,56 @@ def main(argv):
         if settings.length_model else None)
     decoder = Decoder(trained.model, trained.problem, settings, parse_decoder=FLAGS.parse_decoder,
                       jit_compile=precision.resolve_xla(FLAGS.xla), length_model=length_model)
+    return decoder, trained
+
+
+def _score(settings):
+    """Forced scoring (`--score_file`, `--score_reference`)."""
+    # The inputs are read first: their errors show before the model is built.
+    if FLAGS.score_file:
+        sentences, targets = forced_scoring.read_score_file(FLAGS.score_file)
+        input_name = f"--score_file={FLAGS.score_file}"
+    else:
+        sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+        targets = forced_scoring.read_references(FLAGS.reference_file, len(sentences))
+        input_name = f"--decode_from_file={FLAGS.decode_from_file}"
+    decoder, _ = _load_decoder(settings)
+    decoder.check_features(sentences, input_name)
+    scores = decoder.score(sentences, targets)
+    io_utils.atomic_write_text(FLAGS.decode_to_file, forced_scoring.score_text(scores))
+    print(f"scored {sum(score is not None for score in scores)} translations to "
+          f"{FLAGS.decode_to_file}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    _check_mode()
+    settings = decode_hparams(FLAGS.decode_hparams)
+    for flag in ("decode_to_file", "parse_to_file"):
+        if getattr(FLAGS, flag):
+            io_utils.check_output_path(getattr(FLAGS, flag), f"--{flag}")
+    if FLAGS.score_file or FLAGS.score_reference:
+        _score(settings)
+        return
+    output_format(settings, FLAGS.nbest)  # its errors show before the model is built
+    if _streaming():
+        decoder, trained = _load_decoder(settings)
+        streaming.plain_text_check(decoder)
+        count = streaming.decode_stream(decoder, sys.stdin.buffer, sys.stdout,
+                                        _layout(settings, trained))
+        logging.info("decoded %d lines of standard input", count)
+        return
+    # The input is read first: its errors show before the model is built.
+    sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
+    decoder, trained = _load_decoder(settings)
+    # Plain text for a model that needs trees: parsed by the parser the data was built with.
     sentences = with_parsed_sources(sentences, trained.problem, decoder.feature_keys)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
-    detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
-    detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
+    layout = _layout(settings, trained)
     translations = decoder.translate(sentences)
 
-    lines = output_lines(sentences, translations, settings.return_beams, detokenize)
-    io_utils.atomic_write_text(FLAGS.decode_to_file, "".join(line + "\n" for line in lines))
+    io_utils.atomic_write_text(FLAGS.decode_to_file, output_text(sentences, translations, layout))
     unusable = sum(translation is None for translation in translations)
     summary = io_utils.summary_stream(FLAGS.decode_to_file, FLAGS.parse_to_file)
     print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
@@ -157,6 +273,13 @@ def main(argv):
         write_parsed(parsed_sentences(sentences, translations), FLAGS.parse_to_file)
         print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}",
               file=summary)
+
+
+def _layout(settings, trained):
+    """The output layout, with the detokeniser `--detokenize` asks for."""
+    detokenize = trained.problem.detokenize_target if FLAGS.detokenize else " ".join
+    detokenize(())  # builds the detokeniser: its errors show before the decoding, not after
+    return output_format(settings, FLAGS.nbest, detokenize)
 
 
 def run():

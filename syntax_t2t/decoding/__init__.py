@@ -5,11 +5,14 @@
 | `beam_search.py` | T2T beam search (alive/finished, GNMT length penalty) in a fixed-shape loop |
 | `greedy_search.py` | greedy decoding, the beam size 1 case |
 | `search.py` | one entry point for both; tiling to beams |
-| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function` |
-| `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams) |
+| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function`; forced log-probabilities |
+| `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams, write_beam_scores) |
+| `forced_scoring.py` | forced scoring inputs and output (`--score_file`, `--score_reference`) |
+| `output_format.py` | the output layouts: best, all beams, n-best lists with scores |
+| `streaming.py` | standard input decoded in batches as lines arrive (`--decode_interactive`) |
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
-| `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree |
+| `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |
 | `parse_file.py` | predicted parses as CoNLL-U (heads need not form trees) |
 | `model_loading.py` | a run's model, hparams and checkpoint |
 | `checkpoint_averaging.py` | averaging a run's last checkpoints |

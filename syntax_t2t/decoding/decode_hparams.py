@@ -17,6 +17,9 @@ def decode_hparams(overrides: str = "") -> HParams:
         `batch_size` (sentences per batch), `extra_length` (an output may
         have at most input length + extra_length tokens), `return_beams`
         (write every beam, tab-separated, instead of the best only),
+        `write_beam_scores` (with `return_beams`: one `hypothesis<TAB>score`
+        line per beam, a blank line between input sentences; see
+        `syntax_t2t.decoding.output_format`),
         `length_model` (score finished hypotheses by log p(y | x) +
         log p(len(y) | len(x)) from training statistics, Eriguchi et al.
         2016, instead of the length penalty alpha; see
@@ -26,7 +29,7 @@ def decode_hparams(overrides: str = "") -> HParams:
         HParamsError: an unknown name, a wrong type or an out-of-range value.
     """
     hparams = HParams(beam_size=4, alpha=0.6, batch_size=32, extra_length=50, return_beams=False,
-                      length_model=False)
+                      write_beam_scores=False, length_model=False)
     hparams.parse(overrides)
     if hparams.beam_size < 1:
         raise HParamsError(f"decode hparam beam_size={hparams.beam_size} must be at least 1")

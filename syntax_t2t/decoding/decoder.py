@@ -18,7 +18,7 @@ import numpy as np
 from absl import logging
 
 from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR
-from syntax_t2t.decoding.fast_decode import make_decode_function
+from syntax_t2t.decoding.fast_decode import make_decode_function, make_forced_score_function
 from syntax_t2t.decoding.inputs import SourceSentence
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS, decode_word_heads
 
@@ -50,6 +50,23 @@ class Translation:
     tokens: tuple[str, ...]
     beams: tuple[tuple[tuple[str, ...], float], ...]
     heads: Optional[np.ndarray] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ForcedScore:
+    """The log-probability of a given translation (natural log).
+
+    Attributes:
+        total: log p(y | x), the sum over its tokens and `<EOS>`.
+        tokens: how many target ids were scored (`<EOS>` and subwords counted).
+    """
+
+    total: float
+    tokens: int
+
+    @property
+    def per_token(self) -> float:
+        return self.total / self.tokens
 
 
 def pad_batch(examples: Sequence[dict], keys: Sequence[str], length_multiple: int = 1) -> dict:
@@ -108,9 +125,11 @@ class Decoder:
         self._derived = getattr(model, "decode_derived_features",
                                 getattr(model, "derived_features", None))
         derived_keys = list(self._derived.keys) if self._derived is not None else []
-        self._decode = make_decode_function(model, self.feature_keys + derived_keys, hparams.beam_size,
+        self._batch_keys = self.feature_keys + derived_keys
+        self._decode = make_decode_function(model, self._batch_keys, hparams.beam_size,
                                             hparams.alpha, hparams.extra_length, jit_compile=jit_compile,
                                             length_model=length_model)
+        self._forced_score = None  # built on the first `score`
 
     def check_features(self, sentences: Sequence[SourceSentence], input_name: str = "the input") -> None:
         """Raises `MissingFeaturesError` when the model needs trees the input lacks."""
@@ -135,6 +154,49 @@ class Decoder:
         Raises:
             MissingFeaturesError: see `check_features`.
         """
+        encoded = self._encoded(sentences)
+        results: list[Optional[Translation]] = [None] * len(sentences)
+        for indices, batch in self._batches(encoded):
+            outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
+            for row, index in enumerate(indices):
+                results[index] = self._translation(outputs, row, self._word_index(
+                    encoded[index], len(sentences[index].tokens)))
+        return results
+
+    def score(self, sentences: Sequence[SourceSentence],
+              targets: Sequence[Optional[Sequence[str]]]) -> list[Optional[ForcedScore]]:
+        """The log-probability of each given translation under the model (forced decoding).
+
+        Args:
+            sentences: the sources.
+            targets: one token sequence per source, or None to skip it.
+
+        Returns:
+            One `ForcedScore` per sentence; None where the sentence is
+            unusable or its target is None.
+
+        Raises:
+            MissingFeaturesError: see `check_features`.
+        """
+        if self._forced_score is None:
+            self._forced_score = make_forced_score_function(self.model, self._batch_keys)
+        encoded = self._encoded([sentence if target is not None else SourceSentence(
+            None, sentence.location, "no target to score") for sentence, target in
+            zip(sentences, targets)])
+        for index in encoded:
+            encoded[index]["targets"] = self.problem.encode_target(targets[index])
+        results: list[Optional[ForcedScore]] = [None] * len(sentences)
+        for indices, batch in self._batches(encoded):
+            target_ids = pad_batch([{"inputs": encoded[i]["targets"]} for i in indices],
+                                   ["inputs"])["inputs"]
+            log_probs = self._forced_score(batch, target_ids).numpy()
+            for row, index in enumerate(indices):
+                count = len(encoded[index]["targets"])
+                results[index] = ForcedScore(float(log_probs[row, :count].sum()), count)
+        return results
+
+    def _encoded(self, sentences: Sequence[SourceSentence]) -> dict[int, dict]:
+        """`{index: features}` of the usable sentences, checked for what the model needs."""
         self.check_features(sentences)
         encoded = {index: self.problem.encode_source(sentence.source)
                    for index, sentence in enumerate(sentences) if sentence.usable}
@@ -146,8 +208,11 @@ class Decoder:
                 raise MissingFeaturesError(
                     f"model {type(self.model).__name__} needs {', '.join(missing)}, which the "
                     f"sentence at {sentences[index].location} lacks{hint}")
+        return encoded
+
+    def _batches(self, encoded: dict[int, dict]):
+        """Yields `(indices, batch)`: the sentences longest first, `batch_size` at a time."""
         order = sorted(encoded, key=lambda index: (-len(encoded[index]["inputs"]), index))
-        results: list[Optional[Translation]] = [None] * len(sentences)
         batch_size = self.hparams.batch_size
         started = last_report = time.monotonic()
         for start in range(0, len(order), batch_size):
@@ -155,17 +220,13 @@ class Decoder:
             batch = pad_batch([encoded[i] for i in indices], self.feature_keys, self.length_multiple)
             if self._derived is not None:
                 batch.update(self._derived.compute(batch))
-            outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
-            for row, index in enumerate(indices):
-                results[index] = self._translation(outputs, row, self._word_index(
-                    encoded[index], len(sentences[index].tokens)))
+            yield indices, batch
             now = time.monotonic()
             if now - last_report > _PROGRESS_EVERY_SECONDS:
                 done = min(start + batch_size, len(order))
                 logging.info("decoded %d of %d sentences (%.1f sentences/s)", done, len(order),
                              done / (now - started))
                 last_report = now
-        return results
 
     @staticmethod
     def _word_index(example: dict, num_words: int) -> np.ndarray:

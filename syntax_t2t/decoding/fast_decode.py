@@ -20,6 +20,10 @@ A sentence may produce at most `input length + extra_length` tokens, its
 log p(y | x) + log p(len(y) | len(x)) (Eriguchi et al. 2016, eq. 16), without
 the GNMT length penalty. The model contract is in `docs/design.md`
 and `syntax_t2t/models/transformer.py`.
+
+Forced scoring (`forced_log_probs`) feeds given targets through the same
+incremental steps instead of searching: the log-probabilities it returns
+are those the search adds up, so a found hypothesis scores the same.
 """
 
 import tensorflow as tf
@@ -27,6 +31,11 @@ import tensorflow as tf
 from syntax_t2t.decoding.search import search, tile_beams
 
 EOS_ID = 1
+
+
+def feature_signature(feature_keys):
+    """The `tf.function` input signature of a batch: int32 [B, S] per key."""
+    return {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in sorted(feature_keys)}
 
 
 def input_lengths(inputs):
@@ -98,10 +107,49 @@ def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, ji
         A `tf.function` mapping a feature dict of int32 [B, S] tensors to the
         outputs of `decode_batch`.
     """
-    signature = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in sorted(feature_keys)}
-
-    @tf.function(input_signature=[signature], jit_compile=jit_compile)
+    @tf.function(input_signature=[feature_signature(feature_keys)], jit_compile=jit_compile)
     def decode(features):
         return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model)
 
     return decode
+
+
+def forced_log_probs(model, features, targets):
+    """log p(y_t | y_<t, x) of given targets, one incremental step per position.
+
+    Args:
+        model: as in `decode_batch`.
+        features: the batch, at least the model's `decode_features`.
+        targets: int32 [B, T], each row ids then `<EOS>`, padded with 0.
+
+    Returns:
+        float32 [B, T]: each target token's log-probability, 0 at padding.
+    """
+    targets = tf.cast(targets, tf.int32)
+    batch_size, length = tf.shape(targets)[0], tf.shape(targets)[1]
+    memory = model.decoder_memory(model.encode(features, training=False))
+    cache = model.initial_decoder_cache(batch_size, length)
+
+    def body(step, previous, cache, log_probs):
+        logits, cache = model.decode_step(previous, step, cache, memory, training=False)
+        token = targets[:, step]
+        chosen = tf.gather(tf.nn.log_softmax(tf.cast(logits, tf.float32)), token[:, None],
+                           batch_dims=1)[:, 0]
+        return step + 1, token, cache, log_probs.write(step, chosen)
+
+    initial = tf.fill([batch_size], tf.constant(model.decode_start_id, tf.int32))
+    _, _, _, log_probs = tf.while_loop(
+        lambda step, *_: step < length, body,
+        (tf.constant(0), initial, cache, tf.TensorArray(tf.float32, size=length)))
+    log_probs = tf.transpose(log_probs.stack())
+    return tf.where(tf.not_equal(targets, 0), log_probs, tf.zeros_like(log_probs))
+
+
+def make_forced_score_function(model, feature_keys):
+    """`forced_log_probs` as a `tf.function` of (features, targets) for any batch shape."""
+    @tf.function(input_signature=[feature_signature(feature_keys),
+                                  tf.TensorSpec([None, None], tf.int32)])
+    def score(features, targets):
+        return forced_log_probs(model, features, targets)
+
+    return score

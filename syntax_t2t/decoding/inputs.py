@@ -152,17 +152,18 @@ def block_start_lines(path: PathLike) -> list[int]:
     return starts
 
 
+def text_sentence(path: PathLike, number: int, raw: bytes) -> SourceSentence:
+    """The sentence of one line of tokenised text; unusable if empty or not UTF-8."""
+    location = _location(path, number)
+    try:
+        tokens = split_tokens(io_utils.decode_line(path, number, raw))
+    except InputError as error:
+        return SourceSentence(None, location, str(error))
+    return SourceSentence(tokens or None, location, None if tokens else f"{location}: empty line")
+
+
 def _read_text(path) -> list[SourceSentence]:
-    entries = []
-    for number, raw in io_utils.read_raw_lines(path):
-        location = _location(path, number)
-        try:
-            tokens = split_tokens(io_utils.decode_line(path, number, raw))
-        except InputError as error:
-            entries.append(SourceSentence(None, location, str(error)))
-            continue
-        problem = None if tokens else f"{location}: empty line"
-        entries.append(SourceSentence(tokens or None, location, problem))
+    entries = [text_sentence(path, number, raw) for number, raw in io_utils.read_raw_lines(path)]
     if not entries:
         raise InputError(path, None, "file is empty (no sentence to decode)", reason="empty file")
     return entries

@@ -1,19 +1,16 @@
 """Maximum spanning dependency tree (Chu-Liu/Edmonds) over head scores.
 
-The search is networkx's `maximum_spanning_arborescence` (Edmonds' algorithm)
-on the complete graph of head -> dependent edges. ROOT has no incoming edge,
-so every spanning arborescence hangs from it; ROOT may take several
-dependents, as Prague a-layers need (thesis Table 5.1).
-
-When each word's best head already forms a tree, that tree is the maximum
-(no other tree can beat every word's own best choice), and Edmonds' algorithm
-is skipped: trained parsers mostly produce trees, so this is the usual case.
+The search is `ufal.chu_liu_edmonds` (TurboParser's C++ Chu-Liu/Edmonds,
+O(n^2) per contraction; about 0.2 ms for 80 words where networkx's
+pure-Python Edmonds took 500 ms: `bin/bench --only=mst`). ROOT has no
+incoming edge, so every spanning tree hangs from it; ROOT may take several
+dependents, as Prague a-layers need (thesis Table 5.1), and the C++ search
+does not restrict it to one. A word never heads itself: the library leaves
+out edges whose score is NaN, which the diagonal is set to.
 """
 
-import networkx as nx
 import numpy as np
-
-from syntax_t2t.data.tree import TreeError, check_heads
+from ufal.chu_liu_edmonds import chu_liu_edmonds
 
 
 def best_heads(scores: np.ndarray) -> np.ndarray:
@@ -36,29 +33,16 @@ def maximum_spanning_tree(scores: np.ndarray) -> np.ndarray:
 
     Args:
         scores: [n + 1, n + 1] head scores as in `best_heads`, finite off
-            the diagonal; use
-            log-probabilities to get the most probable tree under a
-            head-selection model.
+            the diagonal; use log-probabilities to get the most probable
+            tree under a head-selection model.
 
     Returns:
         int32 [n] heads forming a tree rooted in ROOT (0).
     """
-    scores = _checked(scores)
-    heads = best_heads(scores)
-    try:
-        return np.asarray(check_heads(heads), dtype=np.int32)
-    except TreeError:
-        pass
-    size = len(scores)
-    graph = nx.DiGraph()
-    graph.add_weighted_edges_from(
-        (head, dependent, float(scores[dependent, head]))
-        for dependent in range(1, size) for head in range(size) if head != dependent)
-    tree = nx.maximum_spanning_arborescence(graph, attr="weight", preserve_attrs=False)
-    heads = np.zeros(size - 1, dtype=np.int32)
-    for head, dependent in tree.edges():
-        heads[dependent - 1] = head
-    return heads
+    scores = _checked(scores).copy()
+    np.fill_diagonal(scores, np.nan)
+    heads, _ = chu_liu_edmonds(scores)
+    return np.asarray(heads[1:], dtype=np.int32)
 
 
 def _checked(scores) -> np.ndarray:
