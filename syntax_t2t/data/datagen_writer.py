@@ -109,6 +109,9 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
     if num_workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
     os.makedirs(data_dir, exist_ok=True)
+    if task.whole:
+        # A killed run's temporaries; with tasks, another task's may be in use.
+        io_utils.remove_orphaned_temporaries(data_dir, problem.name)
     requested = {"options": _jsonable(problem.options()), "max_examples": max_examples}
     if only_vocab:
         return _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num_workers)
@@ -121,7 +124,6 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
 
     start = time.monotonic()
     if task.whole:
-        io_utils.remove_orphaned_temporaries(data_dir, problem.name)
         vocabulary_record = _vocabulary_pass(problem, data_dir, tmp_dir, requested, True, skip,
                                              num_workers)
         counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers,
