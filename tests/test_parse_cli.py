@@ -70,3 +70,20 @@ def test_a_bad_conllu_input_names_its_file_and_line(tmp_path):
                        f"--output_file={tmp_path / 'out.conllu'}")
     assert result.returncode != 0
     assert f"{gold}:1" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_lines_that_get_no_tree_are_counted_and_the_first_named(tmp_path):
+    """Issue 18's silent partial work: a blank and an undecodable line are reported, not dropped silently."""
+    source = tmp_path / "raw.txt"
+    source.write_bytes("Pes štěká.\n\nKočky \xff spí.\n".encode("utf-8").replace(b"\xc3\xbf", b"\xff")
+                       + "Psi spí.\n\n".encode("utf-8"))
+    output = tmp_path / "parsed.conllu"
+    result = run_parse(tmp_path, f"--input_file={source}", "--input_format=text",
+                       f"--output_file={output}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [tree.tokens[0] for tree in read_conllu(output)] == ["Pes", "Psi"]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert any("2 input line(s) got no tree" in line and f"{source}:2" in line
+               for line in warnings), warnings
+    assert any("1 input line(s) got no tree" in line and f"{source}:3" in line
+               for line in warnings), warnings
