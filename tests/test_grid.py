@@ -1,7 +1,6 @@
 """`bin/grid`: experiments, their checks, the run plan, and the whole grid end to end."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
