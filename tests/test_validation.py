@@ -93,7 +93,7 @@ def test_a_failed_save_names_no_new_best(tmp_path):
 
 
 def test_best_weights_through_save_averaged_restore(tmp_path):
-    """The real saver: `best/` is a decodable directory holding the evaluated weights."""
+    """The real saver (bin/train's): `best/` is a decodable directory holding the evaluated weights."""
     from syntax_t2t.decoding import checkpoint_averaging
     from syntax_t2t.decoding.model_loading import restore_model
 
@@ -104,11 +104,15 @@ def test_best_weights_through_save_averaged_restore(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "hparams.json").write_text(hparams.to_json())
+    # A best/ of an earlier version (no averaging marker) is the run's own: replaced.
+    (run / "best").mkdir()
+    for name in ("checkpoint", "hparams.json", "flags.txt"):
+        (run / "best" / name).write_text("old")
     sizes = {"inputs": 20, "targets": 20}
     model = registry.model("transformer")(hparams, sizes)
     checker = validation.Validation(
         str(run), metric="loss", plot=False,
-        save_best=lambda directory, step: checkpoint_averaging.save_averaged(
+        save_best=lambda directory, step: checkpoint_averaging.save_model_directory(
             model, str(run), directory, step))
     for step, loss in ((10, 2.0), (20, 1.0)):
         model.set_weights([np.full_like(w, step) for w in model.get_weights()])

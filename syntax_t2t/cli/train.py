@@ -218,7 +218,7 @@ def _validation(problem, model, output_dir):
                                          FLAGS.eval_bleu_max_sentences)
 
     def save_best(directory, step):
-        checkpoint_averaging.save_averaged(model, output_dir, directory, step)
+        checkpoint_averaging.save_model_directory(model, output_dir, directory, step)
 
     return validation.Validation(output_dir, FLAGS.best_checkpoint_metric,
                                  FLAGS.early_stopping_patience, dev_translation,

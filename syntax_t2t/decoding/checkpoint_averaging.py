@@ -127,7 +127,22 @@ def save_averaged(model, run_dir: str, averaged_dir: str, step: int) -> str:
         CheckpointError: see `check_averaged_dir`.
     """
     check_averaged_dir(run_dir, averaged_dir)
-    target = os.path.realpath(averaged_dir)
+    return save_model_directory(model, run_dir, averaged_dir, step)
+
+
+def save_model_directory(model, run_dir: str, directory: str, step: int) -> str:
+    """Replaces `directory` with the model's weights (`ckpt-<step>`) and the run's files.
+
+    The directory is built beside its target and swapped in whole, so a kill
+    leaves the previous one or the new one. Nothing is checked about what
+    `directory` held: `save_averaged` checks a user's `--averaged_dir`; a
+    run's own `best/` (`training/validation.py`) is always the run's to
+    replace.
+
+    Returns:
+        The checkpoint prefix written.
+    """
+    target = os.path.realpath(directory)
     parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=parent)
@@ -147,7 +162,7 @@ def save_averaged(model, run_dir: str, averaged_dir: str, step: int) -> str:
         _replace_directory(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return os.path.join(averaged_dir, prefix)
+    return os.path.join(directory, prefix)
 
 
 def _replace_directory(new: str, target: str) -> None:

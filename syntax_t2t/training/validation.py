@@ -15,7 +15,7 @@ so the patience counter and the best value survive interruptions, and a run
 that stopped early stays stopped.
 
 Writes are atomic: `validation.json` through a temporary file and a rename,
-`best/` by `checkpoint_averaging.save_averaged`, which builds the new
+`best/` by `checkpoint_averaging.save_model_directory`, which builds the new
 directory beside it and swaps it in; the history names a new best only once
 its weights are saved.
 """
