@@ -130,6 +130,14 @@ def test_bleu_needs_decoding_and_unknown_metrics_are_refused(tmp_path):
         validation.Validation(str(tmp_path), metric="ter")
 
 
+def test_an_evaluation_step_without_evaluation_is_missing(tmp_path):
+    checker = _validation(tmp_path, [], metric="loss")
+    checker.after_evaluation(500, {"loss/nmt": 2.0}, None)
+    assert not checker.missing_evaluation(500, 500)
+    assert checker.missing_evaluation(1000, 500)
+    assert not checker.missing_evaluation(1200, 500) and not checker.missing_evaluation(0, 500)
+
+
 def test_learning_curve_is_drawn(tmp_path):
     checker = validation.Validation(str(tmp_path), metric="loss")
     for step, loss in ((100, 3.0), (200, 2.0)):
@@ -143,8 +151,12 @@ class _StopAtSecond:
     output_dir = "unused"
     stopped_early = None
 
-    def __init__(self):
+    def __init__(self, missing=()):
         self.steps = []
+        self.missing = missing
+
+    def missing_evaluation(self, step, eval_every):
+        return step in self.missing
 
     def after_evaluation(self, step, results, model):
         self.steps.append(step)
@@ -169,3 +181,11 @@ def test_the_trainer_stops_when_validation_says_so_and_saves_that_step(tmp_path)
     assert checker.steps == [3, 6] and results["seen"] == 1.0
     assert int(trainer.global_step.numpy()) == 6
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-6")
+    # Resumed at step 6, whose evaluation the history lacks: evaluated first.
+    resumed = Trainer(lambda: registry.model("transformer")(
+        hparams, {"inputs": 20, "targets": 20}), hparams, str(tmp_path),
+        save_checkpoints_steps=100, log_step_count_steps=1)
+    again = _StopAtSecond(missing=(6,))
+    resumed.train(dataset, train_steps=8, eval_dataset=dataset, eval_every=3, eval_steps=1,
+                  validation=again)
+    assert again.steps == [6, 8]

@@ -473,6 +473,13 @@ class Trainer:
                          step, train_steps)
             return {}
         logging.info("training from step %d to %d", step, train_steps)
+        if (validation is not None and eval_dataset is not None and self._chief
+                and validation.missing_evaluation(step, eval_every)):
+            # Killed between saving this step and evaluating it: evaluate now.
+            results, stop_early = validation.after_evaluation(
+                step, self.evaluate(eval_dataset, eval_steps), self.model)
+            if stop_early:
+                return results
         if self._train_step is None:
             self._train_step = self._compile(self._distributed_train_step, distributed,
                                              jit_compile=self.jit_compile)

@@ -98,6 +98,18 @@ class Validation:
         best_step = best["step"] if best else -1
         return sum(1 for entry in self.state["evaluations"] if entry["step"] > best_step)
 
+    def missing_evaluation(self, step, eval_every):
+        """Whether `step`, where a resumed run starts, is an evaluation step with no evaluation.
+
+        A run stopped after saving an evaluation step's checkpoint but before
+        (or while) evaluating it resumes past that step; the trainer
+        evaluates it first, so the history and the best checkpoint miss
+        nothing.
+        """
+        if step <= 0 or eval_every <= 0 or step % eval_every:
+            return False
+        return all(entry["step"] != step for entry in self.state["evaluations"])
+
     def after_evaluation(self, step, results, model):
         """Records an evaluation and keeps the best weights.
 
