@@ -105,6 +105,9 @@ def test_a_run_saved_before_a_parameter_existed_resumes_as_it_was_trained(tmp_pa
         "mgsa_dependency_phrases", "right_first")
     resumed = run_directory.reconcile_hparams(d, saved, newer)
     assert resumed.mgsa_dependency_phrases == "projection" and resumed.update_freq == 1
+    # Resumed once, its hparams.json holds the old value: the next resume keeps it too.
+    assert run_directory.reconcile_hparams(d, resumed, newer).mgsa_dependency_phrases == (
+        "projection")
     # Parameters that existed still have to match.
     with pytest.raises(run_directory.RunDirectoryError, match="hidden_size"):
         run_directory.reconcile_hparams(d, saved, make_hparams(hidden_size=64).define(

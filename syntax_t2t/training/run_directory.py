@@ -226,13 +226,16 @@ def reconcile_hparams(output_dir, saved, requested):
         return requested
     if requested is None:
         return saved
+    # A run saved before a parameter existed (or resumed once since, which
+    # wrote the old value into its hparams.json) keeps the old value.
     added = {name: value for name, value in ADDED_PARAMETERS.items()
-             if name in requested and name not in saved}
+             if name in requested and (name not in saved or saved.get(name) == value[0])}
     if added:
         saved = saved.copy()
         requested = requested.copy()
         for name, (value, type_name) in added.items():
-            saved.define(name, value, type_name)
+            if name not in saved:
+                saved.define(name, value, type_name)
             if requested.get(name) != value:
                 logging.warning("the run in --output_dir=%s was saved before hparam %s existed: "
                                 "it keeps %s=%r, how it was trained (this command asks for %r)",
