@@ -6,6 +6,7 @@ the BLEU and chrF scores (to 4 decimals) and signatures. RIBES is checked
 against NLTK on the tokens sacreBLEU's tokenizer gives.
 """
 
+import importlib.machinery
 import importlib.util
 import json
 import subprocess
@@ -140,13 +141,16 @@ def test_ribes_and_bootstrap_use_the_chosen_tokenizer_in_the_cli(files, capsys):
 
 
 def test_a_missing_japanese_tokenizer_is_a_usage_error_naming_the_extra(files, monkeypatch):
-    # As on a machine without the extra, whether or not this one has it.
+    # As on a machine with only part of the extra (MeCab gone, ipadic present), whatever this one has:
+    # the error names exactly what is missing.
     real_find_spec = importlib.util.find_spec
+    fake_spec = importlib.machinery.ModuleSpec("ipadic", None)
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *args: None if name == "MeCab" else real_find_spec(name, *args))
+                        lambda name, *args: None if name == "MeCab"
+                        else fake_spec if name == "ipadic" else real_find_spec(name, *args))
     with flagsaver.flagsaver(references=str(files / "ref.txt"), hypotheses=[str(files / "hyp.txt")],
                              tokenize="ja-mecab"):
-        with pytest.raises(common.UsageError, match=r"--tokenize=ja-mecab: .*MeCab missing.*syntax_t2t\[ja\]"):
+        with pytest.raises(common.UsageError, match=r"--tokenize=ja-mecab: .*\(MeCab missing\).*syntax_t2t\[ja\]"):
             evaluate.main(["evaluate"])
 
 
