@@ -10,7 +10,7 @@ Transformers (0.2 rather than 0.1).
         --hparams_set=transformer_multi30k_cpu --hparams=parse_layer=1 ...
 """
 
-from hparams.transformer import transformer_small
+from syntax_t2t.hparams_sets.transformer import transformer_small
 from syntax_t2t import registry
 
 

@@ -33,7 +33,7 @@ without parent ignoring), `--hparams=pascal_layer=<0..5>` (Table 7a),
 corpora as `pascal_nc11_en_de_parent_only` and `pascal_nc11_de_en_parent_only`.
 """
 
-from hparams.transformer import transformer_base
+from syntax_t2t.hparams_sets.transformer import transformer_base
 from syntax_t2t import registry
 
 # The schedule peaks at learning_rate * (hidden_size * warmup_steps) ** -0.5:

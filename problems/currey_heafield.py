@@ -29,11 +29,11 @@ the `_subword` bases, as the Pascal paper's C&H baseline).
 import random
 from typing import Iterable, Iterator, Optional
 
-from problems.common import find_file
-from problems.pud import PudSyntaxDeCs
-from problems.subword import (CzengSyntaxSubword, De2csSyntaxSubword, PudSyntaxDeCsSubword,
+from syntax_t2t.problems.common import find_file
+from syntax_t2t.problems.pud import PudSyntaxDeCs
+from syntax_t2t.problems.subword import (CzengSyntaxSubword, De2csSyntaxSubword, PudSyntaxDeCsSubword,
                               SyntheticSyntaxReorderSubword)
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.data import linearize
 from syntax_t2t.data.bracketed import read_bracketed

@@ -29,7 +29,7 @@ import os
 import re
 from typing import Iterator, Optional
 
-from problems.common import Positioned
+from syntax_t2t.problems.common import Positioned
 from syntax_t2t import registry
 from syntax_t2t.data.czeng_reader import read_czeng
 from syntax_t2t.data.tree import DependencyTree

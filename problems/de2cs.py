@@ -19,7 +19,7 @@ UDPipe's).
 import os
 from typing import Iterator
 
-from problems.common import Positioned, find_file
+from syntax_t2t.problems.common import Positioned, find_file
 from syntax_t2t import io_utils, registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.parallel_text import split_tokens

@@ -36,7 +36,7 @@ import math
 import os
 from typing import Callable, Iterator, Optional
 
-from problems.common import find_file
+from syntax_t2t.problems.common import find_file
 from syntax_t2t import registry
 from syntax_t2t.data.detokenize import spacy_detokenizer
 from syntax_t2t.data.download import maybe_download

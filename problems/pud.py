@@ -19,7 +19,7 @@ Splits, by position in the source file (overridable options): the first
 
 from typing import Iterator
 
-from problems.common import Positioned, find_file
+from syntax_t2t.problems.common import Positioned, find_file
 from syntax_t2t import registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.download import maybe_download

@@ -13,11 +13,11 @@ the synthetic languages are small, so their sizes are small enough that
 words are really split.
 """
 
-from problems.czeng import CzengSyntax
-from problems.de2cs import De2csSyntax
-from problems.multi30k import Multi30kSyntaxCsEn
-from problems.pud import PudSyntaxCsEn, PudSyntaxDeCs
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.czeng import CzengSyntax
+from syntax_t2t.problems.de2cs import De2csSyntax
+from syntax_t2t.problems.multi30k import Multi30kSyntaxCsEn
+from syntax_t2t.problems.pud import PudSyntaxCsEn, PudSyntaxDeCs
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 
 

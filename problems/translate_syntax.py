@@ -35,8 +35,8 @@ for models that need source trees with the recorded parser.
 import os
 from typing import Iterator, Optional
 
-from problems.common import find_file
-from problems.multi30k import target_tokenizer
+from syntax_t2t.problems.common import find_file
+from syntax_t2t.problems.multi30k import target_tokenizer
 from syntax_t2t import registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.detokenize import spacy_detokenizer

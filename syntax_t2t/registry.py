@@ -137,7 +137,7 @@ def experiment(name):
     return experiments.get(name)()
 
 
-_BUILTIN_MODULES = ("problems", "hparams", "syntax_t2t.models")
+_BUILTIN_MODULES = ("syntax_t2t.problems", "syntax_t2t.hparams_sets", "syntax_t2t.models")
 
 
 def import_all():

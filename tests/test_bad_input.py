@@ -145,7 +145,7 @@ def write_de2cs(tmp_dir, train_conllu, train_targets="psi štěkají nahlas\n"):
 
 
 CZENG_USR_DIR = '''
-from problems.czeng import CzengSyntax
+from syntax_t2t.problems.czeng import CzengSyntax
 from syntax_t2t import registry
 
 

@@ -283,7 +283,7 @@ def registered(*names):
 
 USER_SET = '''
 from syntax_t2t import registry
-from hparams.transformer import transformer_tiny
+from syntax_t2t.hparams_sets.transformer import transformer_tiny
 
 
 @registry.register_hparams

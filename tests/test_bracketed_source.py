@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.data import phrases
 from syntax_t2t.data.conllu_reader import read_conllu

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from problems.currey_heafield import (PARSE, TASK_TAGS, TRANSLATE,
+from syntax_t2t.problems.currey_heafield import (PARSE, TASK_TAGS, TRANSLATE,
                                       SyntheticSyntaxReorderCurreyHeafield,
                                       SyntheticSyntaxReorderSubwordCurreyHeafield, TaskSource,
                                       shuffled, tagged)
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t.data import linearize
 from syntax_t2t.data.bracketed import parse_bracketed
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies

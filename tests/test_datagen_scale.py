@@ -8,7 +8,7 @@ import pytest
 from absl import flags
 from absl.testing import flagsaver
 
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.cli import common, datagen
 from syntax_t2t.data import pipeline

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from problems.multi30k import Multi30kSyntaxCsEn, Multi30kSyntaxEnCs, target_tokenizer
+from syntax_t2t.problems.multi30k import Multi30kSyntaxCsEn, Multi30kSyntaxEnCs, target_tokenizer
 from syntax_t2t.data.detokenize import (join_english_negations, join_letter_hyphens,
                                         spacy_detokenizer)
 from syntax_t2t.problem import Problem

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from hparams.descriptions import DESCRIPTIONS, describe
+from syntax_t2t.hparams_sets.descriptions import DESCRIPTIONS, describe
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, format_literal, parse_literal, parse_overrides
 

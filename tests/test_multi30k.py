@@ -9,7 +9,7 @@ import pytest
 import spacy
 
 from parser_fixtures import MULTI30K, needs_czech_ud, tiny_czech_parser, untrained_pipeline_dir
-from problems.multi30k import SPLIT_FILES, Multi30kSyntaxCsEn, Multi30kSyntaxDeEn, Multi30kSyntaxEnCs
+from syntax_t2t.problems.multi30k import SPLIT_FILES, Multi30kSyntaxCsEn, Multi30kSyntaxDeEn, Multi30kSyntaxEnCs
 from syntax_t2t import io_utils, registry
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter

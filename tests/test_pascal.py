@@ -9,7 +9,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hparams.pascal  # noqa: F401  (registers the hparams sets)
+import syntax_t2t.hparams_sets.pascal  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
 from syntax_t2t.data import subword_syntax

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.czeng import CzengSyntax, package_number
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.czeng import CzengSyntax, package_number
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.czeng_reader import format_czeng_line
 from syntax_t2t.data.tree import DependencyTree

@@ -4,7 +4,7 @@ import gzip
 
 import pytest
 
-from problems.de2cs import De2csSyntax
+from syntax_t2t.problems.de2cs import De2csSyntax
 from syntax_t2t import registry
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.problem import DEV, SPLITS, TEST, TRAIN

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from problems.pud import PudSyntaxCsEn, PudSyntaxDeCs, pud_filename
+from syntax_t2t.problems.pud import PudSyntaxCsEn, PudSyntaxDeCs, pud_filename
 from syntax_t2t import registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.errors import InputError, SkipCounter

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import hparams.transformer  # noqa: F401  (registers the hparams sets)
+import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParamsError

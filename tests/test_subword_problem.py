@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.pud import PudSyntaxDeCs, pud_filename
-from problems.subword import PudSyntaxDeCsSubword, SyntheticSyntaxReorderSubword
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.pud import PudSyntaxDeCs, pud_filename
+from syntax_t2t.problems.subword import PudSyntaxDeCsSubword, SyntheticSyntaxReorderSubword
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.data.subwords import ESCAPE_CHARACTERS, SubwordVocabulary

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_strategies import dependency_heads
 
-import hparams.transformer  # noqa: F401  (registers the hparams sets)
+import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
 from syntax_t2t.data import features, subword_syntax

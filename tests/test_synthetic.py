@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from problems import synthetic
-from problems.synthetic import (LABEL_OF, SOURCE_RANK, TARGET_RANK, Lexicon,
+from syntax_t2t.problems import synthetic
+from syntax_t2t.problems.synthetic import (LABEL_OF, SOURCE_RANK, TARGET_RANK, Lexicon,
                                 SyntheticSyntaxReorder, target_order, translate)
 from syntax_t2t import registry
 from syntax_t2t.data.tree import DependencyTree

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.pud import PudSyntaxCsEn
-from problems.synthetic import Lexicon, SyntheticSyntaxReorder, sample_tree, target_tree, translate
+from syntax_t2t.problems.pud import PudSyntaxCsEn
+from syntax_t2t.problems.synthetic import Lexicon, SyntheticSyntaxReorder, sample_tree, target_tree, translate
 from syntax_t2t import registry
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.tree import DependencyTree

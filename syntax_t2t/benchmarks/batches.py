@@ -13,7 +13,7 @@ import tempfile
 
 import numpy as np
 
-from problems.synthetic import SyntheticSyntaxReorder, sample_tree, target_tree, translate
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder, sample_tree, target_tree, translate
 from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEYS
 from syntax_t2t.decoding.decoder import pad_batch
 from syntax_t2t.problem import TreeTokens

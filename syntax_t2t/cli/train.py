@@ -28,7 +28,7 @@ import keras
 import tensorflow as tf
 from absl import flags, logging
 
-from hparams import descriptions
+from syntax_t2t.hparams_sets import descriptions
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import aliases, common
 from syntax_t2t.data import pipeline, shard_check

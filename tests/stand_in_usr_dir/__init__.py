@@ -1,7 +1,7 @@
 """A `--usr_dir` for the training tests: registers the stand-in models and a
 problem without source trees (the synthetic problem, trees dropped)."""
 
-from problems.synthetic import SyntheticSyntaxReorder
+from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 
 from . import stand_in
