@@ -47,6 +47,11 @@ class MissingExtraError(ImportError):
     """A feature needs an optional extra that is not installed; the message says how to install it."""
 
 
+class WorkerError(RuntimeError):
+    """A worker of a distributed run (a Beam worker) stopped at one of the project's errors
+    (bad input, a parser failing); the message is that error's, as the runner reported it."""
+
+
 class OutputPathError(ValueError):
     """An output that cannot be written, found before the work starts.
 

@@ -21,6 +21,7 @@ Workers read `--tmp_dir` and write `--data_dir`, so on a cluster both must be
 on a file system every worker shares.
 """
 
+import logging
 import os
 
 from absl import flags
@@ -28,7 +29,7 @@ from absl import flags
 import syntax_t2t
 from syntax_t2t.cli import common, datagen
 from syntax_t2t.data.download import DownloadError
-from syntax_t2t.errors import InputError, MissingExtraError, SkipCounter
+from syntax_t2t.errors import InputError, MissingExtraError, SkipCounter, WorkerError
 from syntax_t2t.parsing.parser import ParserError
 from syntax_t2t.problem import RawDataError
 
@@ -60,6 +61,8 @@ def main(argv):
     except ValueError as error:
         raise common.UsageError(f"--beam_pipeline_options: {error}") from error
     _workers_import_this_checkout()
+    # Beam logs every bundle and worker start at INFO; its warnings and errors still show.
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
     record = problem.generate_data(FLAGS.data_dir, FLAGS.tmp_dir, max_examples=FLAGS.max_examples,
                                    overwrite=FLAGS.overwrite, skip=skip,
@@ -79,4 +82,4 @@ def _workers_import_this_checkout():
 def run():
     """Entry point of `bin/datagen_beam` and `syntax-t2t-datagen-beam`."""
     common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError, ParserError,
-                                        MissingExtraError))
+                                        MissingExtraError, WorkerError))

@@ -36,13 +36,14 @@ import glob
 import itertools
 import json
 import os
+import re
 import shutil
 import uuid
 from typing import Optional
 
 from syntax_t2t import io_utils
 from syntax_t2t.data import datagen_writer
-from syntax_t2t.errors import MissingExtraError, SkipCounter
+from syntax_t2t.errors import MissingExtraError, SkipCounter, WorkerError
 from syntax_t2t.parsing import parse_cache
 from syntax_t2t.problem import SPLITS, TRAIN
 
@@ -54,10 +55,25 @@ except ModuleNotFoundError as error:
         "bin/datagen_beam needs Apache Beam, an optional extra: pip install -e '.[beam]' "
         "(or pip install 'apache-beam>=2.60,<3')") from error
 
+#: A project error raised in a worker, as the runners report it: the last
+#: line naming its class, maybe followed by the step it failed in.
+_WORKER_ERROR = re.compile(r"^(?:syntax_t2t\.[\w.]+Error): (.+?)(?: \[while running '([^']*)'\])?$",
+                           re.M)
+
 #: Sources per parser call: batches large enough for the parser's own
 #: batching, small enough to spread a split over the workers.
 PARSE_BATCH_SIZE = 256
 SUMMARY, RAW_COPY = "summary", "raw_copy"
+
+
+def worker_error_message(error: Exception) -> Optional[str]:
+    """The message of the project error (`syntax_t2t...Error`) that failed a pipeline, or
+    None when none did (a bug or the runner's own failure keeps its traceback)."""
+    matches = list(_WORKER_ERROR.finditer(str(error)))
+    if not matches:
+        return None
+    message, step = matches[-1].groups()
+    return f"{message} (Beam step {step!r})" if step else message
 
 
 def pipeline_options(runner: str, direct_num_workers: int = 1,
@@ -231,12 +247,18 @@ class BeamShardPass:
         spec = ProblemSpec.of(problem, data_dir)
         summary_path = os.path.join(data_dir, f".{problem.name}.beam-summary.{uuid.uuid4().hex[:12]}.tmp")
         try:
-            with beam.Pipeline(options=self.options) as root:
-                summaries = [self._split(root, problem, spec, data_dir, tmp_dir, split,
-                                         max_examples, skip is not None) for split in SPLITS]
-                _ = (summaries | "summaries" >> beam.Flatten()
-                     | "all summaries" >> beam.combiners.ToList()
-                     | "write summary" >> beam.Map(write_summary, summary_path))
+            try:
+                with beam.Pipeline(options=self.options) as root:
+                    summaries = [self._split(root, problem, spec, data_dir, tmp_dir, split,
+                                             max_examples, skip is not None) for split in SPLITS]
+                    _ = (summaries | "summaries" >> beam.Flatten()
+                         | "all summaries" >> beam.combiners.ToList()
+                         | "write summary" >> beam.Map(write_summary, summary_path))
+            except Exception as error:  # noqa: BLE001 (the runners' wrapping differs)
+                message = worker_error_message(error)
+                if message is None:
+                    raise
+                raise WorkerError(message) from error
             with open(summary_path, encoding="utf-8") as stream:
                 by_split = {summary["split"]: summary for summary in json.load(stream)}
         finally:
