@@ -104,13 +104,11 @@ class Multi30kSyntax(Problem):
 
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
         source_path = self.raw_path(tmp_dir, split, self.source_language)
-        target_path = self.raw_path(tmp_dir, split, self.target_language)
         cache_path = parse_cache.parse_file(self.source_parser(), source_path,
                                             self.parse_cache_dir(tmp_dir))
         parses = parse_cache.read_parses(cache_path)
-        tokenize = target_tokenizer(self.target_language)
         parsed_line, tree = 0, None
-        for number, _, target_text in read_parallel(source_path, target_path, skip):
+        for number, _, target in self.unparsed_records(tmp_dir, split, skip):
             # The cache holds a tree for every line read_parallel can yield,
             # and for lines it skips because of their target, in line order.
             while parsed_line < number:
@@ -120,7 +118,15 @@ class Multi30kSyntax(Problem):
                                  f"has no parse of line {number} of {source_path}; it is not the "
                                  f"parse of that file. Delete it to parse again",
                                  reason="bad parse cache")
-            yield tree, tokenize(target_text)
+            yield tree, target
+
+    def unparsed_records(self, tmp_dir, split, skip) -> Iterator[tuple[int, str, list[str]]]:
+        """`(line number, raw source text, target tokens)` of the split's lines (`Problem`)."""
+        source_path = self.raw_path(tmp_dir, split, self.source_language)
+        target_path = self.raw_path(tmp_dir, split, self.target_language)
+        tokenize = target_tokenizer(self.target_language)
+        for number, source_text, target_text in read_parallel(source_path, target_path, skip):
+            yield number, source_text, tokenize(target_text)
 
     def detokenize_target(self, tokens) -> str:
         """Undoes `target_tokenizer` (Moses rules; see `syntax_t2t.data.detokenize`)."""

@@ -43,6 +43,15 @@ class InputError(ValueError):
         return (type(self), (self.path, self.line, self.message, self.reason))
 
 
+class MissingExtraError(ImportError):
+    """A feature needs an optional extra that is not installed; the message says how to install it."""
+
+
+class WorkerError(RuntimeError):
+    """A worker of a distributed run (a Beam worker) stopped at one of the project's errors
+    (bad input, a parser failing); the message is that error's, as the runner reported it."""
+
+
 class OutputPathError(ValueError):
     """An output that cannot be written, found before the work starts.
 
@@ -81,6 +90,10 @@ class SkipCounter:
         """Logs `error` as a warning and counts it under `error.reason`."""
         logging.warning("skipping bad example: %s", error)
         self._counts[error.reason] += 1
+
+    def add(self, counts: dict) -> None:
+        """Adds the counts per reason of another counter (another process's `counts`)."""
+        self._counts.update(counts)
 
     @property
     def total(self) -> int:

@@ -526,7 +526,8 @@ class Problem:
 
     def generate_data(self, data_dir: str, tmp_dir: str, max_examples: Optional[int] = None,
                       overwrite: bool = False, skip: Optional[SkipCounter] = None,
-                      num_workers: int = 1, task=None, only_vocab: bool = False) -> dict:
+                      num_workers: int = 1, task=None, only_vocab: bool = False,
+                      shard_pass=None) -> dict:
         """Writes vocabularies and TFRecord shards of every split to `data_dir`.
 
         Raw data comes from `tmp_dir` (passed to `generate_samples`); at most
@@ -535,8 +536,9 @@ class Problem:
         `--skip_bad_examples`. `num_workers` processes make and encode the
         samples (and parse, for problems that parse raw text) without
         changing the output; `task` (a `datagen_writer.DatagenTask`) writes
-        only its shards, with the vocabularies an `only_vocab` run built.
-        See `syntax_t2t.data.datagen_writer`.
+        only its shards, with the vocabularies an `only_vocab` run built;
+        `shard_pass` replaces the writing of the shards (`bin/datagen_beam`'s
+        Beam pipeline). See `syntax_t2t.data.datagen_writer`.
 
         Returns:
             The completion record: `counts` per split, file names, options,
@@ -555,7 +557,7 @@ class Problem:
         return datagen_writer.generate_data(
             self, data_dir, tmp_dir, max_examples=max_examples, overwrite=overwrite, skip=skip,
             num_workers=num_workers, task=task or datagen_writer.DatagenTask(),
-            only_vocab=only_vocab)
+            only_vocab=only_vocab, shard_pass=shard_pass)
 
     def generate_records(self, tmp_dir: str, split: str,
                          skip: Optional[SkipCounter]) -> Iterator:
@@ -571,6 +573,18 @@ class Problem:
     def sample_of_record(self, record) -> tuple[Source, Target]:
         """The sample a record of `generate_records` describes (default: the record)."""
         return record
+
+    def unparsed_records(self, tmp_dir: str, split: str,
+                         skip: Optional[SkipCounter]) -> Optional[Iterator[tuple[int, str, Target]]]:
+        """The split's samples before their sources are parsed, or None (the default).
+
+        Problems that parse raw source text (with `source_parser()`, cached
+        by `syntax_t2t.parsing.parse_cache`) yield `(line number, raw source
+        text, target)` in order: the sample is `(tree, target)`, the tree as
+        `parse_cache.parse_numbered` gives it. `bin/datagen_beam` parses
+        them in its workers (`syntax_t2t.data.beam_pipeline`).
+        """
+        return None
 
     def source_trees_path(self, tmp_dir: Optional[str], split: str) -> Optional[str]:
         """The split's file of bracketed source trees (plain or `.gz`), or None.

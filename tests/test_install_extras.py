@@ -33,3 +33,14 @@ def test_a_stanza_parser_without_stanza_says_how_to_install_it(monkeypatch):
     monkeypatch.delitem(sys.modules, "syntax_t2t.parsing.stanza_adapter", raising=False)
     with pytest.raises(ParserModelNotFoundError, match=r"pip install -e '\.\[stanza\]'"):
         parser_spec.load_parser("stanza:cs")
+
+
+def test_beam_is_an_extra_the_tests_include():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    extras = config["options.extras_require"]
+    assert "apache-beam[tfrecord]" not in requirement_names(config["options"]["install_requires"])
+    assert "apache-beam[tfrecord]" in requirement_names(extras["beam"])
+    assert "apache-beam[tfrecord]" in requirement_names(extras["test"])
+    scripts = config["options.entry_points"]["console_scripts"]
+    assert "syntax-t2t-datagen-beam = syntax_t2t.cli.datagen_beam:run" in scripts

@@ -80,9 +80,9 @@ def _task():
     return DatagenTask(FLAGS.task_id, FLAGS.num_tasks)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+def problem_from_flags():
+    """The problem of `--problem`, `--problem_options`, `--random_seed`, `--parser`
+    and `--num_shards` (also `bin/datagen_beam`'s); checks `--data_dir`."""
     common.require("problem", "data_dir")
     if os.path.exists(FLAGS.data_dir) and not os.path.isdir(FLAGS.data_dir):
         raise common.UsageError(f"--data_dir={FLAGS.data_dir} is a file, not a directory")
@@ -100,8 +100,14 @@ def main(argv):
         options[name] = value
     if FLAGS.num_shards is not None:
         options["num_shards"] = dict(problem_class.num_shards, **{TRAIN: FLAGS.num_shards})
+    return problem_class(**options)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    problem = problem_from_flags()
     task = _task()
-    problem = problem_class(**options)
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
 
     record = problem.generate_data(FLAGS.data_dir, FLAGS.tmp_dir, max_examples=FLAGS.max_examples,
@@ -117,7 +123,11 @@ def main(argv):
         print(f"{problem.name}: task {task.task_id} of {task.num_tasks} wrote its shards to "
               f"{FLAGS.data_dir}; the data is complete when every task has finished")
         return
+    report(problem, record, skip)
 
+
+def report(problem, record, skip) -> None:
+    """Prints what a complete run wrote or kept (also `bin/datagen_beam`'s)."""
     counts = ", ".join(f"{record['counts'][split]} {split}" for split in SPLITS)
     if record["kept_existing"]:
         print(f"{problem.name}: complete data already in {FLAGS.data_dir} ({counts} examples); "

@@ -104,10 +104,21 @@ def task_record_path(problem, data_dir: str, task: DatagenTask) -> str:
 def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[int] = None,
                   overwrite: bool = False, skip: Optional[SkipCounter] = None,
                   num_workers: int = 1, task: DatagenTask = DatagenTask(),
-                  only_vocab: bool = False) -> dict:
-    """`Problem.generate_data` (see there and the module docstring)."""
+                  only_vocab: bool = False, shard_pass=None) -> dict:
+    """`Problem.generate_data` (see there and the module docstring).
+
+    Args:
+        shard_pass: what writes the shards of a whole run (not of a task):
+            called as `shard_pass(problem, data_dir, tmp_dir, max_examples,
+            skip)` after the vocabulary pass, it returns the example counts
+            and shard names per split. Default: this module's, in
+            `num_workers` processes; `bin/datagen_beam` passes an Apache
+            Beam pipeline (`syntax_t2t.data.beam_pipeline`).
+    """
     if num_workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+    if shard_pass is not None and not task.whole:
+        raise ValueError("a shard_pass writes the shards of a whole run, not of a task")
     os.makedirs(data_dir, exist_ok=True)
     if task.whole:
         # A killed run's temporaries; with tasks, another task's may be in use.
@@ -126,8 +137,11 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
     if task.whole:
         vocabulary_record = _vocabulary_pass(problem, data_dir, tmp_dir, requested, True, skip,
                                              num_workers)
-        counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers,
-                                     task)
+        if shard_pass is None:
+            counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip,
+                                         num_workers, task)
+        else:
+            counts, shards = shard_pass(problem, data_dir, tmp_dir, max_examples, skip)
         record = _complete(problem, data_dir, vocabulary_record, counts, shards, skip)
         # Records of an earlier run's tasks would describe other shards.
         for path in glob.glob(os.path.join(glob.escape(data_dir),
@@ -188,7 +202,7 @@ def _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num
     # The shard pass meets the same bad examples again and reports them;
     # this pass only has to skip them.
     quiet_skip = IgnoreSkipped() if skip is not None else None
-    items, expand = _items(problem, tmp_dir, TRAIN, requested["max_examples"], quiet_skip,
+    items, expand = split_items(problem, tmp_dir, TRAIN, requested["max_examples"], quiet_skip,
                            "counting")
     counts = {}
     with _worker_state(problem=problem, expand=expand):
@@ -238,7 +252,7 @@ def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, tas
             raw = problem.raw_paths(data_dir, split) if split != TRAIN and task.owns(0) else {}
             raw_temporaries = {kind: _temporary_name(path) for kind, path in raw.items()}
             written.extend((raw_temporaries[kind], path) for kind, path in raw.items())
-            items, expand = _items(problem, tmp_dir, split, max_examples, skip, "writing")
+            items, expand = split_items(problem, tmp_dir, split, max_examples, skip, "writing")
             counts[split] = _write_split(problem, split, items, expand, count, temporaries,
                                          raw_temporaries, num_workers)
             shards[split] = [os.path.basename(paths[index]) for index in range(count)]
@@ -268,7 +282,7 @@ def _write_split(problem, split, items, expand, num_shards, temporaries, raw_tem
 
     writers = {index: tf.io.TFRecordWriter(path) for index, path in temporaries.items()}
     raw_files = {kind: open(path, "w", encoding="utf-8") for kind, path in raw_temporaries.items()}
-    bracketed = CONSTITUENCY_VOCABULARY in problem._loaded_vocabularies()
+    bracketed = has_bracketed_trees(problem)
     try:
         with _worker_state(problem=problem, expand=expand, split=split, bracketed=bracketed):
             for results in worker_pool.ordered_map(_encode_chunk, _chunks(jobs()), num_workers):
@@ -294,21 +308,44 @@ def _encode_chunk(chunk):
     results = []
     for index, item, encode, raw in chunk:
         sample = expand(item)
-        serialized = raw_lines = None
-        if encode:
-            features = problem.encode(sample)
-            if _WORKER["bracketed"] and CONSTITUENCY_FEATURES[0] not in features:
-                raise RawDataError(
-                    f"{problem.name}: sentence {index + 1} of the {_WORKER['split']} split has no "
-                    f"bracketed tree, but the training sentences have; every split needs them")
-            serialized = pipeline.serialize_example(features)
-        if raw:
-            source, target = sample
-            raw_lines = (format_conllu([source]) if problem.has_source_trees
-                         else " ".join(sentence_tokens(source)) + "\n",
-                         " ".join(sentence_tokens(target)) + "\n")
-        results.append((index, serialized, raw_lines))
+        serialized = (encode_example(problem, sample, _WORKER["split"], index,
+                                     _WORKER["bracketed"]) if encode else None)
+        results.append((index, serialized, raw_copy_lines(problem, sample) if raw else None))
     return results
+
+
+def encode_example(problem, sample, split: str, index: int, bracketed: bool) -> bytes:
+    """The serialized example of sample `index` (0-based) of `split`.
+
+    What every datagen writes (here and `syntax_t2t.data.beam_pipeline`).
+
+    Args:
+        bracketed: the data has bracketed trees (a `const` vocabulary), so
+            every sample must carry one.
+
+    Raises:
+        RawDataError: `bracketed`, and the sample has no bracketed tree.
+    """
+    features = problem.encode(sample)
+    if bracketed and CONSTITUENCY_FEATURES[0] not in features:
+        raise RawDataError(
+            f"{problem.name}: sentence {index + 1} of the {split} split has no bracketed tree, "
+            f"but the training sentences have; every split needs them")
+    return pipeline.serialize_example(features)
+
+
+def has_bracketed_trees(problem) -> bool:
+    """Whether the loaded vocabularies make every sample need a bracketed tree."""
+    return CONSTITUENCY_VOCABULARY in problem._loaded_vocabularies()
+
+
+def raw_copy_lines(problem, sample) -> tuple[str, str]:
+    """A sample's lines in the plain-text copies of dev and test (`Problem.raw_paths`):
+    source (a CoNLL-U sentence, or tokens) and reference."""
+    source, target = sample
+    return (format_conllu([source]) if problem.has_source_trees
+            else " ".join(sentence_tokens(source)) + "\n",
+            " ".join(sentence_tokens(target)) + "\n")
 
 
 # ----------------------------------------------------------------------
@@ -349,22 +386,27 @@ def _remove_stale_shards(problem, data_dir, current):
 # ----------------------------------------------------------------------
 # Items and workers.
 
-def _items(problem, tmp_dir, split, max_examples, skip, stage):
-    """The split's items and how a worker turns one into a sample.
+def split_items(problem, tmp_dir, split, max_examples, skip, stage):
+    """The split's items (at most `max_examples`) and how a worker turns one into a sample.
 
     Records (`Problem.generate_records`) unless the split has a file of
     bracketed trees, whose trees are joined to the samples in order here.
     """
     trees_path = problem.source_trees_path(tmp_dir, split)
     if trees_path is None:
-        items, expand = problem.generate_records(tmp_dir, split, skip), problem.sample_of_record
+        items = problem.generate_records(tmp_dir, split, skip)
     else:
         items = problem._with_source_trees(problem.generate_samples(tmp_dir, split, skip),
                                            trees_path, skip)
-        expand = _identity
+    expand = sample_maker(problem, tmp_dir, split)
     if max_examples is not None:
         items = itertools.islice(items, max_examples)
     return _with_progress(items, f"{problem.name} {split} ({stage})"), expand
+
+
+def sample_maker(problem, tmp_dir, split):
+    """How a worker turns one of `split_items`' items into a sample."""
+    return problem.sample_of_record if problem.source_trees_path(tmp_dir, split) is None else _identity
 
 
 def _identity(item):

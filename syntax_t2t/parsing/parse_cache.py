@@ -137,7 +137,7 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
         logging.info("parsing %s with %s (cache: %s)", os.fspath(input_path), parser.spec, path)
     lines = ((number, text) for number, text in parsable_lines(input_path)
              if number > committed.last_line)
-    trees = _with_progress(_parsed(parser, lines, pretokenized, os.fspath(input_path)),
+    trees = _with_progress(parse_numbered(parser, lines, pretokenized, os.fspath(input_path)),
                            committed.trees, os.fspath(input_path))
     try:
         with open(partial, "ab") as data, open(index, "a", encoding="ascii") as commits:
@@ -200,9 +200,12 @@ def _sync(stream) -> None:
     os.fsync(stream.fileno())
 
 
-def _parsed(parser: Parser, lines: Iterable[tuple[int, str]], pretokenized: bool,
+def parse_numbered(parser: Parser, lines: Iterable[tuple[int, str]], pretokenized: bool,
             name: str) -> Iterator[tuple[int, DependencyTree]]:
-    """`(line number, tree)` of each `(line number, text)`, streaming.
+    """`(line number, tree)` of each `(line number, text)`, streaming, uncached.
+
+    The trees of the cache, as `parse_file` writes them (and
+    `bin/datagen_beam` parses in its workers).
 
     The parser reads ahead of the trees it returns (it batches); the lines
     read but not yet parsed wait in a queue, so memory is bounded by the
@@ -245,7 +248,7 @@ def parse_lines(parser: Parser, input_path: PathLike, pretokenized: bool = False
         with `# source_line` and `# text` (what the parser was given).
     """
     lines = list(parsable_lines(input_path, passed_over))
-    return len(lines), (tree for _, tree in _parsed(parser, lines, pretokenized,
+    return len(lines), (tree for _, tree in parse_numbered(parser, lines, pretokenized,
                                                     os.fspath(input_path)))
 
 
