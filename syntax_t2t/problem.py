@@ -1,76 +1,10 @@
 """The `Problem` base class: a translation data set in the Tensor2Tensor sense.
 
-A problem knows where its raw data comes from and turns it into what models
-read. Subclasses only say how to read their raw data:
-
-    @registry.register_problem
-    class MyProblem(Problem):
-        def generate_samples(self, tmp_dir, split, skip):
-            for tree, target in ...:
-                yield tree, target.split()
-
-and the base class does the rest:
-
-* `generate_data(data_dir, tmp_dir)` builds the vocabularies from the
-  training split (words per language, plus `deprel`, `upos` and `xpos`
-  vocabularies for the source trees), encodes every sample with `encode` into
-  the feature dict of `docs/design.md`, and writes TFRecord shards
-  `<name>-<split>-00000-of-00010` for the splits `train`, `dev` and `test`;
-* `dataset(mode, data_dir, hparams)` returns the batched `tf.data` pipeline of
-  `syntax_t2t.data.pipeline`;
-* `vocab_sizes(data_dir)` gives models the sizes of their embedding tables,
-  and `encode_source` / `decode_targets` serve decoding.
-
-Data generation (`syntax_t2t.data.datagen_writer`) is atomic and
-idempotent: a completion record `<name>.datagen.json`, written last, makes
-the data count as complete. It runs in one process or in several
-(`num_workers`; the output is the same), and as independent tasks that each
-write their own shards after a vocabulary-only run. Problems whose samples
-are costly to make describe them cheaply in `generate_records` and make
-them in `sample_of_record`, which the workers run.
-
-Options (vocabulary size, split sizes, shard counts, ...) are class
-attributes listed in `option_names`; override them in a subclass or per
-instance, `SyntheticSyntaxReorder(train_size=1000)`.
-
-Subwords. With the option `subwords` ("joint": one vocabulary learnt from
-both sides, as the Pascal paper's joint BPE; "separate": one per side;
-`subword_vocab_size` entries at most; WordPiece, or SentencePiece learnt or
-brought with `subword_model`, see `syntax_t2t.data.subword_kinds`),
-`inputs` and `targets` hold subword ids and the word-level syntax is
-projected onto the source subwords (`syntax_t2t.data.subword_syntax`):
-`src_heads` become the SISA heads over subwords (every subword depends on the
-first subword of its head word; 1-based subword positions, 0 = ROOT), the
-labels and tags of a word are copied to each of its subwords, and
-`src_word_position` gives the 1-based position of the word each subword
-belongs to, so that models can group subwords into words. Decoding glues
-subwords back into exactly the original words.
-
-Lemmas. With `source_lemmas`, problems with source trees also store
-`src_lemma`, lemma ids from a word-level `lemma` vocabulary (the source
-factors of Sennrich and Haddow 2016).
-
-Target trees. Problems whose targets have dependency trees
-(`has_target_trees`: the synthetic languages, PUD, CzEng) yield them
-(a `DependencyTree`, or `TreeTokens`: a token list carrying its tree) and
-store `tgt_heads`, the target heads (projected onto the target subwords like
-the source's), for target-side syntax (NSD on the decoder). Models that do
-not train on them never see them (the trainer keeps a model's
-`train_features`).
-
-Bracketed source trees. A source sentence may carry a Penn-style
-constituency tree, as the `# constituency = (...)` comment of its CoNLL-U
-(what stanza writes; `conllu_reader` checks it against the words), or from
-files of bracketed trees, one per source sentence in order, named
-`source_trees_pattern` in `tmp_dir` (`<problem>.<split>.trees[.gz]`, read
-only when all three splits have one; each tree becomes its sentence's
-comment, so the dev and test CoNLL-U written for decoding carry it too).
-When every training sentence has one, the data stores them
-(`src_const_start`, `src_const_end`, `src_const_label`: one entry per
-constituent, labels from a `const` vocabulary) and models read their phrase
-structure from them (`--hparams=phrase_structure=bracketed`) instead of
-deriving it from the dependency tree; all splits then need them. The keys
-a generated data set holds are in its completion record (`data_feature_keys`).
+Subclasses say how to read their raw data (`generate_samples`); the base
+class builds the vocabularies, encodes the samples into the feature dict of
+`docs/design.md`, writes and reads the TFRecord shards, and serves decoding.
+docs/problems.md is the guide: writing a problem, options, subwords, lemmas,
+target trees and bracketed source trees, and what the data holds for each.
 """
 
 import collections
