@@ -15,14 +15,14 @@ import shutil
 import textwrap
 
 import pytest
-from test_bad_input import (GOOD_CONLLU, PROBLEM, TINY, Case, Workspace, check_case, decode_input,
+from bad_input_harness import (GOOD_CONLLU, PROBLEM, TINY, Case, Workspace, check_case, decode_input,
                             output_lines, run_executable, run_program, shared, train_with,
                             untrained_run)
 
 from syntax_t2t import registry
 from syntax_t2t.training import run_directory
 
-assert shared  # the module fixture of test_bad_input serves this table too
+assert shared  # the harness's module fixture, imported for pytest to find
 
 
 def copy_run(ws):

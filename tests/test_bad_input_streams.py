@@ -23,7 +23,7 @@ from typing import Callable
 from unittest import mock
 
 import pytest
-from test_bad_input import GOOD_CONLLU, conllu_sentence, czeng_line, generated_data, untrained_run
+from bad_input_harness import GOOD_CONLLU, conllu_sentence, czeng_line, generated_data, untrained_run
 
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.czeng_reader import read_czeng

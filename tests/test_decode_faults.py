@@ -19,7 +19,7 @@ import pytest
 
 from syntax_t2t import registry
 from syntax_t2t.decoding.decoder import Decoder
-from test_bad_input import PROBLEM, generated_data, run_program, untrained_run
+from bad_input_harness import PROBLEM, generated_data, run_program, untrained_run
 
 REPO = Path(__file__).resolve().parents[1]
 PREVIOUS = "the output of an earlier decode\n"

@@ -160,7 +160,7 @@ def test_bin_train_reports_an_exploding_learning_rate_as_one_line(tmp_path, caps
     # The program boundary: a learning rate of 1e30 makes the loss infinite
     # within a few steps; bin/train names the step and exits with status 1,
     # and the checkpoints it kept hold finite weights only.
-    from test_bad_input import TINY, generated_data, run_program  # noqa: PLC0415
+    from bad_input_harness import TINY, generated_data, run_program  # noqa: PLC0415
 
     data_dir = generated_data(tmp_path / "data")
     run_dir = tmp_path / "run"
