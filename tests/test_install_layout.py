@@ -25,6 +25,12 @@ def source_packages():
     return names
 
 
+def run_python(script, cwd, pythonpath):
+    """`python -c script` in a fresh process with only `pythonpath` added to its path."""
+    return subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": pythonpath, "PATH": "/usr/bin:/bin"})
+
+
 def test_the_checkout_imports_its_own_problems_and_hparams_sets():
     import syntax_t2t.hparams_sets
     import syntax_t2t.problems
@@ -43,8 +49,7 @@ def test_a_users_top_level_problems_and_hparams_modules_shadow_nothing(tmp_path)
               "registry.import_all()\n"
               "print(problems.WHOSE, hparams.WHOSE, registry.problem('multi30k_syntax_cs_en').name,"
               " registry.hparams('transformer_base').hidden_size)\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"})
+    result = run_python(script, tmp_path, f"{tmp_path}:{REPO}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["the", "user", "the", "user", "multi30k_syntax_cs_en", "512"]
 
@@ -84,8 +89,7 @@ def test_the_wheel_holds_problems_and_hparams_inside_the_package_and_works_insta
               "registry.import_all()\n"
               "print(syntax_t2t.problems.__file__)\n"
               "print(len(registry.problems), len(registry.hparams_sets), 'problems' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    result = run_python(script, tmp_path, str(target))
     assert result.returncode == 0, result.stderr[-3000:]
     location, counts = result.stdout.splitlines()[-2:]
     assert location == str(target / "syntax_t2t" / "problems" / "__init__.py")
