@@ -9,7 +9,8 @@ Per batch, the compiled function
    closure and are never reordered;
 3. allocates each decoder layer's self-attention key/value cache at the
    batch's maximum output length (`model.initial_decoder_cache`), which the
-   search reorders with the beams;
+   search reorders with the beams; without XLA each step writes its keys
+   and values into the cache in place (`syntax_t2t.layers.attention_cache`);
 4. runs `search` with `model.decode_step` as `symbols_to_logits_fn`, which
    feeds one new token per step.
 
@@ -44,7 +45,7 @@ def input_lengths(inputs):
 
 
 def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
-                 length_model=None):
+                 length_model=None, in_place_cache=True):
     """Decodes one batch (call inside `tf.function`; see the module docstring).
 
     Args:
@@ -57,6 +58,8 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         extra_length: Python int; see the module docstring.
         eos_id: the `<EOS>` id.
         length_model: a `LengthModel`, or None.
+        in_place_cache: write the self-attention caches in place (same
+            outputs, less copying); must be False under XLA.
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
@@ -78,7 +81,8 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
     memory = model.decoder_memory(encoded)
     if beam_size > 1:
         memory = tf.nest.map_structure(lambda tensor: tile_beams(tensor, beam_size), memory)
-    cache = model.initial_decoder_cache(batch_size * beam_size, max_steps)
+    cache = model.initial_decoder_cache(batch_size * beam_size, max_steps,
+                                        in_place=in_place_cache)
 
     def symbols_to_logits(ids, step, cache):
         return model.decode_step(ids, step, cache, memory, training=False)
@@ -109,7 +113,8 @@ def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, ji
     """
     @tf.function(input_signature=[feature_signature(feature_keys)], jit_compile=jit_compile)
     def decode(features):
-        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model)
+        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model,
+                            in_place_cache=not jit_compile)
 
     return decode
 

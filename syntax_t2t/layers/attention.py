@@ -37,7 +37,7 @@ mixed-precision policy; the projections run in the compute dtype.
 import keras
 import tensorflow as tf
 
-from syntax_t2t.layers import label_bias, parent_scaling
+from syntax_t2t.layers import attention_cache, label_bias, parent_scaling
 from syntax_t2t.layers.biaffine import BiaffineScorer
 
 # T2T's masking bias: large enough to zero a probability, small enough for float32.
@@ -394,10 +394,13 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             keys, values = self.keys_and_values(query if memory is None else memory, spec_inputs)
             if cache is not None:
+                in_place = isinstance(cache, attention_cache.InPlaceCache)
+                write = attention_cache.write_in_place if in_place else _write_at
                 keys, values = (
-                    _write_at(tf.cast(part, self.compute_dtype), cache_update_index, new)
+                    write(tf.cast(part, self.compute_dtype), cache_update_index, new)
                     for part, new in zip(self._cache_pair(cache), (keys, values)))
-                details["cache"] = (keys, values)
+                details["cache"] = (attention_cache.InPlaceCache(keys, values) if in_place
+                                    else (keys, values))
             if self.phrase_heads:
                 keys, values = self._phrase_keys_and_values(keys, values, phrase_memory)
 

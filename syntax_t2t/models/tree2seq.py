@@ -348,11 +348,12 @@ class Tree2Seq(HParamsModel):
         return {"states": encoded["outputs"], "padding_mask": encoded["padding_mask"],
                 "initial_h": encoded["initial_h"], "initial_c": encoded["initial_c"]}
 
-    def initial_decoder_cache(self, batch_size, max_length):
+    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
         """The decoder state before step 0: zeros `"h"`, `"c"`, `"feed"` [B, d].
 
-        Step 0 replaces h and c by s_1 from the memory; `max_length` is
-        unused (the state does not grow).
+        Step 0 replaces h and c by s_1 from the memory; `max_length` and
+        `in_place` are unused (the state does not grow, and each step makes
+        a new one).
         """
         zeros = tf.zeros(tf.stack([batch_size, self.hparams.hidden_size]), self.compute_dtype)
         return {"h": zeros, "c": zeros, "feed": zeros}
