@@ -4,9 +4,10 @@ Per batch, the compiled function
 
 1. runs the encoder once (`model.encode`);
 2. projects the encoder-decoder keys and values of every decoder layer once
-   (`model.decoder_memory`) and tiles them to the beams once: they are the
-   same for every beam of a sentence, so they stay in the step function's
-   closure and are never reordered;
+   (`model.decoder_memory`, told the beam size: a Transformer keeps one
+   row per sentence that its beams share, other models repeat it per
+   beam): they are the same for every beam of a sentence, so they stay in
+   the step function's closure and are never reordered;
 3. allocates each decoder layer's self-attention key/value cache at the
    batch's maximum output length (`model.initial_decoder_cache`), which the
    search reorders with the beams; without XLA each step writes its keys
@@ -29,7 +30,7 @@ are those the search adds up, so a found hypothesis scores the same.
 
 import tensorflow as tf
 
-from syntax_t2t.decoding.search import search, tile_beams
+from syntax_t2t.decoding.search import search
 
 EOS_ID = 1
 
@@ -78,9 +79,7 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         alpha = 0.0
 
     encoded = model.encode(features, training=False)
-    memory = model.decoder_memory(encoded)
-    if beam_size > 1:
-        memory = tf.nest.map_structure(lambda tensor: tile_beams(tensor, beam_size), memory)
+    memory = model.decoder_memory(encoded, beam_size)
     cache = model.initial_decoder_cache(batch_size * beam_size, max_steps,
                                         in_place=in_place_cache)
 

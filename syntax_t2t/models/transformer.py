@@ -375,8 +375,16 @@ class Transformer(HParamsModel):
                          memory_mask=memory_mask, labels=labels, training=training)
         return self.decoder_norm(x)
 
-    def decoder_memory(self, encoded):
-        """What every decoding step reads but never changes (tile it per beam once).
+    def decoder_memory(self, encoded, beam_size=1):
+        """What every decoding step reads but never changes.
+
+        Args:
+            encoded: from `encode`.
+            beam_size: hypotheses per sentence that the decoding steps will
+                run. Unused: the memory stays one row per sentence, and the
+                cross-attention stacks the queries of a sentence's
+                hypotheses on it (`MultiHeadAttention`) rather than read a
+                copy per beam.
 
         Returns:
             dict with `"padding_mask"` bool [B, S'] and `"cross_attention"`, a
@@ -399,13 +407,14 @@ class Transformer(HParamsModel):
 
         Returns:
             `{"self_attention": [(keys, values) per layer]}`, zeros
-            [B, H, max_length, d] in the compute dtype.
+            [B, H, max_length, d] in the compute dtype (an `InPlaceCache`
+            holds its keys transposed, [B, H, d, max_length]).
         """
-        shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
         if in_place:
-            return {"self_attention": [attention_cache.empty_in_place_cache(shape,
-                                                                            self.compute_dtype)
-                                       for _ in self.decoder_layers]}
+            return {"self_attention": [attention_cache.empty_in_place_cache(
+                batch_size, self.hparams.num_heads, max_length, self.key_dim, self.compute_dtype)
+                for _ in self.decoder_layers]}
+        shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
         return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
                                     tf.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}
@@ -442,7 +451,7 @@ class Transformer(HParamsModel):
             applied) and the cache with this step's keys and values written;
             other cache entries (a subclass's) are passed through.
         """
-        max_length = tf.shape(cache["self_attention"][0][0])[2]
+        max_length = tf.shape(cache["self_attention"][0][1])[2]  # the values: [B, H, T, d]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
         memory_mask = memory["padding_mask"][:, None, :]
