@@ -46,7 +46,7 @@ def input_lengths(inputs):
 
 
 def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
-                 length_model=None, in_place_cache=True):
+                 length_model=None, in_place_cache=False):
     """Decodes one batch (call inside `tf.function`; see the module docstring).
 
     Args:
@@ -60,7 +60,8 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         eos_id: the `<EOS>` id.
         length_model: a `LengthModel`, or None.
         in_place_cache: write the self-attention caches in place (same
-            outputs, less copying); must be False under XLA.
+            outputs, less copying; `make_decode_function` does without
+            XLA); not under XLA, which has no in-place update.
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
