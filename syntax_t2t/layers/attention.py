@@ -393,7 +393,7 @@ class MultiHeadAttention(keras.layers.Layer):
         queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
         queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
 
-        ungrouped, transposed_keys = None, False
+        ungrouped = None
         if cache is not None and cache_update_index is None:
             keys, values = (tf.cast(part, self.compute_dtype) for part in self._cache_pair(cache))
             details["cache"] = cache
@@ -405,28 +405,20 @@ class MultiHeadAttention(keras.layers.Layer):
             queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads, self.key_dim])
         else:
             keys, values = self.keys_and_values(query if memory is None else memory, spec_inputs)
-            if isinstance(cache, attention_cache.InPlaceCache):
-                details["cache"] = attention_cache.write_in_place(
-                    attention_cache.InPlaceCache(*(tf.cast(part, self.compute_dtype)
-                                                   for part in cache)),
-                    cache_update_index, keys, values)
-                keys, values = details["cache"]
-                transposed_keys = True
-            elif cache is not None:
+            if cache is not None:
+                in_place = isinstance(cache, attention_cache.InPlaceCache)
+                write = attention_cache.write_in_place if in_place else _write_at
                 keys, values = (
-                    _write_at(tf.cast(part, self.compute_dtype), cache_update_index, new)
+                    write(tf.cast(part, self.compute_dtype), cache_update_index, new)
                     for part, new in zip(self._cache_pair(cache), (keys, values)))
-                details["cache"] = (keys, values)
+                details["cache"] = (attention_cache.InPlaceCache(keys, values) if in_place
+                                    else (keys, values))
             if self.phrase_heads:
                 keys, values = self._phrase_keys_and_values(keys, values, phrase_memory)
 
-        if transposed_keys:
-            logits = tf.einsum("bqhd,bhdk->bhqk", queries, keys)
-        else:
-            logits = tf.einsum("bqhd,bhkd->bhqk", queries, keys)
-        logits = tf.cast(logits, tf.float32)
+        logits = tf.cast(tf.einsum("bqhd,bhkd->bhqk", queries, keys), tf.float32)
         batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
-        labels = self._labels(labels, batch_size, query_length, tf.shape(values)[2])
+        labels = self._labels(labels, batch_size, query_length, tf.shape(keys)[2])
         word_heads = tf.constant([h not in self.phrase_heads for h in range(self.num_heads)],
                                  tf.float32)[None, :, None, None]
         if self.key_label_tables:

@@ -1,9 +1,8 @@
 """The self-attention key/value cache of incremental decoding, and how a step writes it.
 
 A cache is a `(keys, values)` pair of [B, H, T_max, d] tensors (heads first,
-see `MultiHeadAttention.keys_and_values`; an `InPlaceCache` keeps its keys
-transposed); a decoding step writes the keys and values of its position
-into both. A plain tuple is written by a select
+see `MultiHeadAttention.keys_and_values`); a decoding step writes the keys
+and values of its position into both. A plain tuple is written by a select
 that makes a new tensor (`attention._write_at`), so the cache passed in
 stays as it was.
 
@@ -36,12 +35,8 @@ import tensorflow as tf
 class InPlaceCache(typing.NamedTuple):
     """A self-attention cache written in place (see the module docstring).
 
-    The keys are stored transposed, so that a step's logits are one plain
-    batched matmul of the queries by them (without a copy of the keys made
-    to transpose them: a third of the time on a CPU, same numbers).
-
     Attributes:
-        keys: [B, H, d, T_max].
+        keys: [B, H, T_max, d].
         values: [B, H, T_max, d].
     """
 
@@ -49,42 +44,30 @@ class InPlaceCache(typing.NamedTuple):
     values: tf.Tensor
 
 
-def empty_in_place_cache(batch_size, num_heads, length, key_dim, dtype):
-    """An `InPlaceCache` of zeros for `length` positions, in two buffers of its own."""
-    def empty(shape):
-        return tf.raw_ops.Empty(shape=tf.stack(shape), dtype=dtype, init=True)
-
-    return InPlaceCache(keys=empty([batch_size, num_heads, key_dim, length]),
-                        values=empty([batch_size, num_heads, length, key_dim]))
+def empty_in_place_cache(shape, dtype):
+    """An `InPlaceCache` of zeros of `shape` [B, H, T_max, d], in two buffers of its own."""
+    shape = tf.stack(shape)
+    return InPlaceCache(*(tf.raw_ops.Empty(shape=shape, dtype=dtype, init=True)
+                          for _ in range(2)))
 
 
-def write_in_place(cache, position, keys, values):
-    """Writes a step's keys and values into `cache`'s own buffers.
+def write_in_place(cache, position, new):
+    """`cache[:, :, position:position + Sq] = new`, written into `cache`'s own buffer.
 
     Args:
-        cache: an `InPlaceCache` no one else reads (module docstring).
+        cache: [B, H, Sk, d], a buffer no one else reads (module docstring).
         position: int32 scalar, the first position written.
-        keys, values: [B, H, Sq, d] of the cache's dtype, for positions
-            `position ... position + Sq - 1`.
+        new: [B, H, Sq, d] of `cache`'s dtype.
 
     Returns:
-        The written `InPlaceCache` (the same buffers).
+        `cache`'s buffer, written, as a tensor of its shape: the rows
+        (b, h, position + j) of d numbers of a [B * H * Sk, d] view are
+        replaced.
     """
-    count = tf.shape(keys)[2]
-    # Keys: the elements (row r, column position + j) of a [B * H * d, T] view.
-    key_shape = tf.shape(cache.keys)
-    rows = tf.range(key_shape[0] * key_shape[1] * key_shape[2])[:, None]
-    key_indices = rows * key_shape[3] + position + tf.range(count)[None, :]
-    written_keys = tf.raw_ops.InplaceUpdate(
-        x=tf.reshape(cache.keys, [-1, 1]), i=tf.reshape(key_indices, [-1]),
-        v=tf.reshape(tf.transpose(keys, [0, 1, 3, 2]), [-1, 1]))
-    # Values: rows (b, h, position + j) of d numbers of a [B * H * T, d] view.
-    value_shape = tf.shape(cache.values)
-    rows = tf.range(value_shape[0] * value_shape[1])[:, None]
-    value_indices = rows * value_shape[2] + position + tf.range(count)[None, :]
-    written_values = tf.raw_ops.InplaceUpdate(
-        x=tf.reshape(cache.values, [-1, value_shape[3]]), i=tf.reshape(value_indices, [-1]),
-        v=tf.reshape(values, [-1, value_shape[3]]))
-    return InPlaceCache(
-        keys=tf.ensure_shape(tf.reshape(written_keys, key_shape), cache.keys.shape),
-        values=tf.ensure_shape(tf.reshape(written_values, value_shape), cache.values.shape))
+    shape = tf.shape(cache)
+    rows = (tf.range(shape[0] * shape[1])[:, None] * shape[2]
+            + position + tf.range(tf.shape(new)[2])[None, :])
+    written = tf.raw_ops.InplaceUpdate(x=tf.reshape(cache, [-1, shape[3]]),
+                                       i=tf.reshape(rows, [-1]),
+                                       v=tf.reshape(new, [-1, shape[3]]))
+    return tf.ensure_shape(tf.reshape(written, shape), cache.shape)

@@ -407,14 +407,12 @@ class Transformer(HParamsModel):
 
         Returns:
             `{"self_attention": [(keys, values) per layer]}`, zeros
-            [B, H, max_length, d] in the compute dtype (an `InPlaceCache`
-            holds its keys transposed, [B, H, d, max_length]).
+            [B, H, max_length, d] in the compute dtype.
         """
+        shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
         if in_place:
             return {"self_attention": [attention_cache.empty_in_place_cache(
-                batch_size, self.hparams.num_heads, max_length, self.key_dim, self.compute_dtype)
-                for _ in self.decoder_layers]}
-        shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
+                shape, self.compute_dtype) for _ in self.decoder_layers]}
         return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
                                     tf.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}
@@ -451,7 +449,7 @@ class Transformer(HParamsModel):
             applied) and the cache with this step's keys and values written;
             other cache entries (a subclass's) are passed through.
         """
-        max_length = tf.shape(cache["self_attention"][0][1])[2]  # the values: [B, H, T, d]
+        max_length = tf.shape(cache["self_attention"][0][0])[2]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
         memory_mask = memory["padding_mask"][:, None, :]
