@@ -36,7 +36,9 @@ first dimension is batch * beam (sentence-major: row `b * beam + k` is beam
 `k` of sentence `b`). The search reorders the cache rows to follow the
 surviving beams. Anything the same for every beam of a sentence (encoder
 output, cross-attention keys and values) belongs in the function's closure,
-tiled once, not in the cache.
+not in the cache (tiled once, or one row per sentence that the beams share,
+as the Transformer's cross-attention memory). The reordering gathers every
+leaf into a new tensor, which `attention_cache.InPlaceCache` writes rely on.
 """
 
 import typing

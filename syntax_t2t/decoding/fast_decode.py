@@ -4,12 +4,14 @@ Per batch, the compiled function
 
 1. runs the encoder once (`model.encode`);
 2. projects the encoder-decoder keys and values of every decoder layer once
-   (`model.decoder_memory`) and tiles them to the beams once: they are the
-   same for every beam of a sentence, so they stay in the step function's
-   closure and are never reordered;
+   (`model.decoder_memory`, told the beam size: a Transformer keeps one
+   row per sentence that its beams share, other models repeat it per
+   beam): they are the same for every beam of a sentence, so they stay in
+   the step function's closure and are never reordered;
 3. allocates each decoder layer's self-attention key/value cache at the
    batch's maximum output length (`model.initial_decoder_cache`), which the
-   search reorders with the beams;
+   search reorders with the beams; without XLA each step writes its keys
+   and values into the cache in place (`syntax_t2t.layers.attention_cache`);
 4. runs `search` with `model.decode_step` as `symbols_to_logits_fn`, which
    feeds one new token per step.
 
@@ -28,7 +30,7 @@ are those the search adds up, so a found hypothesis scores the same.
 
 import tensorflow as tf
 
-from syntax_t2t.decoding.search import search, tile_beams
+from syntax_t2t.decoding.search import search
 
 EOS_ID = 1
 
@@ -44,7 +46,7 @@ def input_lengths(inputs):
 
 
 def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
-                 length_model=None):
+                 length_model=None, in_place_cache=False):
     """Decodes one batch (call inside `tf.function`; see the module docstring).
 
     Args:
@@ -57,6 +59,9 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         extra_length: Python int; see the module docstring.
         eos_id: the `<EOS>` id.
         length_model: a `LengthModel`, or None.
+        in_place_cache: write the self-attention caches in place (same
+            outputs, less copying; `make_decode_function` does without
+            XLA); not under XLA, which has no in-place update.
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
@@ -75,10 +80,9 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         alpha = 0.0
 
     encoded = model.encode(features, training=False)
-    memory = model.decoder_memory(encoded)
-    if beam_size > 1:
-        memory = tf.nest.map_structure(lambda tensor: tile_beams(tensor, beam_size), memory)
-    cache = model.initial_decoder_cache(batch_size * beam_size, max_steps)
+    memory = model.decoder_memory(encoded, beam_size)
+    cache = model.initial_decoder_cache(batch_size * beam_size, max_steps,
+                                        in_place=in_place_cache)
 
     def symbols_to_logits(ids, step, cache):
         return model.decode_step(ids, step, cache, memory, training=False)
@@ -109,7 +113,8 @@ def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, ji
     """
     @tf.function(input_signature=[feature_signature(feature_keys)], jit_compile=jit_compile)
     def decode(features):
-        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model)
+        return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model,
+                            in_place_cache=not jit_compile)
 
     return decode
 

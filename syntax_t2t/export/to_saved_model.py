@@ -58,7 +58,7 @@ class TranslationModule(tf.Module):
         eos = tf.fill([tf.shape(sources)[0], 1], EOS_ID)
         inputs = tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor(PAD_ID)
         outputs = decode_batch(self.model, {"inputs": inputs}, self.beam_size, self.alpha,
-                               self.extra_length)
+                               self.extra_length, in_place_cache=True)
         scores = outputs["scores"]
         hypothesis_ids = tf.reshape(outputs["ids"], [-1, tf.shape(outputs["ids"])[-1]])
         lengths = tf.reshape(outputs["lengths"], [-1])

@@ -37,7 +37,7 @@ mixed-precision policy; the projections run in the compute dtype.
 import keras
 import tensorflow as tf
 
-from syntax_t2t.layers import label_bias, parent_scaling
+from syntax_t2t.layers import attention_cache, label_bias, parent_scaling
 from syntax_t2t.layers.biaffine import BiaffineScorer
 
 # T2T's masking bias: large enough to zero a probability, small enough for float32.
@@ -363,7 +363,12 @@ class MultiHeadAttention(keras.layers.Layer):
                 written into them at that position (incremental
                 self-attention, Sk = maximum length); without, they replace
                 the projection of `memory` (precomputed encoder-decoder
-                attention, `keys_and_values`).
+                attention, `keys_and_values`); such a memory may have
+                B / g rows, each serving g consecutive query rows (the
+                beams of a sentence); `attention_mask` then has B / g rows
+                and one query row (a padding mask [B / g, 1, Sk]), and
+                the layer has no labels.
+                An `attention_cache.InPlaceCache` is written in place.
             cache_update_index: int32 scalar, position of the first query.
             return_probs: also return the probabilities of every head.
             training: applies attention dropout and parent ignoring.
@@ -388,16 +393,26 @@ class MultiHeadAttention(keras.layers.Layer):
         queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
         queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
 
+        ungrouped = None
         if cache is not None and cache_update_index is None:
             keys, values = (tf.cast(part, self.compute_dtype) for part in self._cache_pair(cache))
             details["cache"] = cache
+            # A memory row may serve several consecutive query rows (a
+            # sentence's beams): their queries are stacked on it rather than
+            # the memory repeated, which reads it once (each query's products
+            # are the same).
+            ungrouped = (tf.shape(queries), queries.shape)
+            queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads, self.key_dim])
         else:
             keys, values = self.keys_and_values(query if memory is None else memory, spec_inputs)
             if cache is not None:
+                in_place = isinstance(cache, attention_cache.InPlaceCache)
+                write = attention_cache.write_in_place if in_place else _write_at
                 keys, values = (
-                    _write_at(tf.cast(part, self.compute_dtype), cache_update_index, new)
+                    write(tf.cast(part, self.compute_dtype), cache_update_index, new)
                     for part, new in zip(self._cache_pair(cache), (keys, values)))
-                details["cache"] = (keys, values)
+                details["cache"] = (attention_cache.InPlaceCache(keys, values) if in_place
+                                    else (keys, values))
             if self.phrase_heads:
                 keys, values = self._phrase_keys_and_values(keys, values, phrase_memory)
 
@@ -425,9 +440,11 @@ class MultiHeadAttention(keras.layers.Layer):
             logits += tf.where(mask, 0.0, MASK_BIAS)
         probs = tf.nn.softmax(logits, axis=-1)
         if return_probs:
-            details["probs"] = probs
+            details["probs"] = probs if ungrouped is None else self._ungroup(probs, ungrouped[0])
         if self.parse_head is not None:
-            details["head_logits"] = logits[:, self.parse_head]
+            head_logits = logits[:, self.parse_head]
+            details["head_logits"] = (head_logits if ungrouped is None else tf.reshape(
+                head_logits, [ungrouped[0][0], ungrouped[0][1], -1]))
 
         weights = self._dropout_layer(tf.cast(probs, self.compute_dtype), training=training)
         context = tf.einsum("bhqk,bhkd->bqhd", weights, values)
@@ -436,9 +453,18 @@ class MultiHeadAttention(keras.layers.Layer):
             if self.phrase_heads:
                 label_values *= tf.cast(word_heads[:, None, :, 0], label_values.dtype)
             context += label_values
+        if ungrouped is not None:
+            context = tf.ensure_shape(tf.reshape(context, ungrouped[0]), ungrouped[1])
         output_kernel = tf.cast(self.output_kernel, self.compute_dtype)
         outputs = tf.einsum("bqhd,hdo->bqo", context, output_kernel)
         return outputs, details
+
+    def _ungroup(self, tensor, query_shape):
+        """[B / g, H, g * Sq, Sk] of grouped queries -> [B, H, Sq, Sk] (`query_shape` [B, Sq, ...])."""
+        tensor = tf.reshape(tensor, tf.stack([tf.shape(tensor)[0], self.num_heads, -1,
+                                              query_shape[1], tf.shape(tensor)[3]]))
+        return tf.reshape(tf.transpose(tensor, [0, 2, 1, 3, 4]),
+                          tf.stack([query_shape[0], self.num_heads, query_shape[1], -1]))
 
     def _cache_pair(self, cache):
         if not (isinstance(cache, (tuple, list)) and len(cache) == 2):

@@ -428,9 +428,9 @@ class NeuralSyntacticDistance(Transformer):
 
     # ------------------------------------------------------------- decoding
 
-    def initial_decoder_cache(self, batch_size, max_length):
+    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
         """The base caches, plus the previous step's predicted distance (0 at step 0)."""
-        cache = super().initial_decoder_cache(batch_size, max_length)
+        cache = super().initial_decoder_cache(batch_size, max_length, in_place=in_place)
         if self.reads_target_distances:
             cache[PREVIOUS_KEY] = tf.zeros([batch_size], tf.int32)
         return cache

@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParamsError
-from syntax_t2t.layers import masks, tree_labels
+from syntax_t2t.layers import attention_cache, masks, tree_labels
 from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
@@ -375,8 +375,16 @@ class Transformer(HParamsModel):
                          memory_mask=memory_mask, labels=labels, training=training)
         return self.decoder_norm(x)
 
-    def decoder_memory(self, encoded):
-        """What every decoding step reads but never changes (tile it per beam once).
+    def decoder_memory(self, encoded, beam_size=1):
+        """What every decoding step reads but never changes.
+
+        Args:
+            encoded: from `encode`.
+            beam_size: hypotheses per sentence that the decoding steps will
+                run. Unused: the memory stays one row per sentence, and the
+                cross-attention stacks the queries of a sentence's
+                hypotheses on it (`MultiHeadAttention`) rather than read a
+                copy per beam.
 
         Returns:
             dict with `"padding_mask"` bool [B, S'] and `"cross_attention"`, a
@@ -386,14 +394,25 @@ class Transformer(HParamsModel):
                 "cross_attention": [layer.memory_cache(encoded["outputs"])
                                     for layer in self.decoder_layers]}
 
-    def initial_decoder_cache(self, batch_size, max_length):
+    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
         """Empty self-attention caches for `max_length` decoding steps.
+
+        Args:
+            batch_size: rows (sentences times beams).
+            max_length: positions of each cache.
+            in_place: make `InPlaceCache`s, which `decode_step` writes in
+                place (`syntax_t2t.layers.attention_cache`): only for a
+                loop that owns them and never reads a cache it has passed
+                to a step; not under XLA.
 
         Returns:
             `{"self_attention": [(keys, values) per layer]}`, zeros
             [B, H, max_length, d] in the compute dtype.
         """
         shape = [batch_size, self.hparams.num_heads, max_length, self.key_dim]
+        if in_place:
+            return {"self_attention": [attention_cache.empty_in_place_cache(
+                shape, self.compute_dtype) for _ in self.decoder_layers]}
         return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
                                     tf.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}

@@ -338,21 +338,31 @@ class Tree2Seq(HParamsModel):
 
     # ------------------------------------------------------------- decoding
 
-    def decoder_memory(self, encoded):
-        """What every decoding step reads but never changes (tiled per beam by the search).
+    def decoder_memory(self, encoded, beam_size=1):
+        """What every decoding step reads but never changes, one row per hypothesis.
+
+        Args:
+            encoded: from `encode`.
+            beam_size: hypotheses per sentence; each sentence's rows are
+                repeated that many times (sentence-major, as the search's).
 
         Returns:
-            dict with `"states"` [B, M, d], `"padding_mask"` bool [B, M] and
-            the first decoder state `"initial_h"`, `"initial_c"` [B, d].
+            dict with `"states"` [B * beam, M, d], `"padding_mask"` bool
+            [B * beam, M] and the first decoder state `"initial_h"`,
+            `"initial_c"` [B * beam, d].
         """
-        return {"states": encoded["outputs"], "padding_mask": encoded["padding_mask"],
-                "initial_h": encoded["initial_h"], "initial_c": encoded["initial_c"]}
+        memory = {"states": encoded["outputs"], "padding_mask": encoded["padding_mask"],
+                  "initial_h": encoded["initial_h"], "initial_c": encoded["initial_c"]}
+        if beam_size == 1:
+            return memory
+        return {key: tf.repeat(value, beam_size, axis=0) for key, value in memory.items()}
 
-    def initial_decoder_cache(self, batch_size, max_length):
+    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
         """The decoder state before step 0: zeros `"h"`, `"c"`, `"feed"` [B, d].
 
-        Step 0 replaces h and c by s_1 from the memory; `max_length` is
-        unused (the state does not grow).
+        Step 0 replaces h and c by s_1 from the memory; `max_length` and
+        `in_place` are unused (the state does not grow, and each step makes
+        a new one).
         """
         zeros = tf.zeros(tf.stack([batch_size, self.hparams.hidden_size]), self.compute_dtype)
         return {"h": zeros, "c": zeros, "feed": zeros}
