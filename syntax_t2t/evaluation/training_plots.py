@@ -42,20 +42,27 @@ def plot_learning_curves(runs: dict, path, title: str = "",
     panels = _panels(runs)
     best_steps = best_steps or {}
     figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False)
+    # One colour per run in every panel, though a panel may lack some runs
+    # (a parse UAS panel has no line for a model without a parse head).
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = {name: cycle[index % len(cycle)] for index, name in enumerate(sorted(runs))}
+    handles = {}
     for axis, (key, label) in zip(axes[0], panels):
         for name, evaluations in sorted(runs.items()):
             points = [(entry["step"], entry[key]) for entry in evaluations if key in entry]
             if points:
                 steps, values = zip(*points)
-                line, = axis.plot(steps, values, marker=".", label=name)
+                handles[name], = axis.plot(steps, values, marker=".", label=name,
+                                           color=colours[name])
                 if best_steps.get(name) is not None:
-                    axis.axvline(best_steps[name], color=line.get_color(), linestyle="--",
+                    axis.axvline(best_steps[name], color=colours[name], linestyle="--",
                                  linewidth=0.8)
         axis.set_xlabel("step")
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)
     if len(runs) > 1:
-        axes[0][-1].legend(fontsize="x-small", loc="best")
+        axes[0][0].legend([handles[name] for name in sorted(handles)], sorted(handles),
+                          fontsize="x-small", loc="best")
     if title:
         figure.suptitle(title)
     _save(figure, path)
