@@ -1,5 +1,6 @@
 """problems/ and hparams/ are installed inside the syntax_t2t package, not as top-level packages."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -66,8 +67,14 @@ def test_setup_cfg_lists_every_package_of_the_checkout():
 
 @pytest.mark.slow
 def test_the_wheel_holds_problems_and_hparams_inside_the_package_and_works_installed(tmp_path):
+    # Built from a copy: setuptools builds in the source tree, and a build/
+    # left in the checkout would carry removed modules into later wheels.
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", "demo",
+        "bench_results"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                            "--wheel-dir", str(tmp_path / "wheel"), str(REPO)],
+                            "--wheel-dir", str(tmp_path / "wheel"), str(source)],
                            capture_output=True, text=True, cwd=tmp_path)
     assert build.returncode == 0, build.stderr[-3000:]
     [wheel] = (tmp_path / "wheel").glob("syntax_t2t-*.whl")
