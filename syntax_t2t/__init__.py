@@ -40,6 +40,7 @@ def _checkout_root():
     return root if all(os.path.isfile(os.path.join(root, marker)) for marker in markers) else None
 
 
-if _checkout_root() is not None and not any(isinstance(finder, _CheckoutFinder) for finder in sys.meta_path):
+_ROOT = _checkout_root()
+if _ROOT is not None and not any(isinstance(finder, _CheckoutFinder) for finder in sys.meta_path):
     # First, so that an editable install of another checkout does not win.
-    sys.meta_path.insert(0, _CheckoutFinder(_checkout_root()))
+    sys.meta_path.insert(0, _CheckoutFinder(_ROOT))
