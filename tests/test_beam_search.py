@@ -72,7 +72,7 @@ def random_table(seed, batch, vocab_size, max_length, scale):
     return rng.normal(0.0, scale, size=[batch, codes, vocab_size]).astype(np.float32)
 
 
-def run_beam(model, beam_size, max_lengths, alpha, jit_compile=False):
+def run_beam(model, beam_size, max_lengths, alpha, jit_compile=False, eos_candidates="all"):
     max_lengths = np.asarray(max_lengths, np.int32)
     max_steps = int(max_lengths.max())
 
@@ -80,7 +80,7 @@ def run_beam(model, beam_size, max_lengths, alpha, jit_compile=False):
     def decode():
         return beam_search(model.symbols_to_logits, tf.zeros(len(max_lengths), tf.int32),
                            beam_size, max_steps, max_lengths, model.initial_cache(beam_size),
-                           alpha=alpha, eos_id=EOS)
+                           alpha=alpha, eos_id=EOS, eos_candidates=eos_candidates)
 
     result = decode()
     return {k: getattr(result, k).numpy() for k in ("ids", "lengths", "scores", "finished")}
@@ -166,6 +166,32 @@ def test_length_penalty_changes_the_winner():
     assert with_penalty["scores"][0, 0] == pytest.approx(long / penalty(4, 2.0), abs=1e-5)
 
 
+def test_eos_among_the_best_beam_only_is_fairseqs_and_ctranslate2s_rule():
+    # Step 0's four candidates are A (0.5), B (0.3), <EOS> (0.2): with beam 2,
+    # <EOS> is third. T2T finishes it; fairseq and CTranslate2 do not, and
+    # find A A <EOS> (0.5 * 0.35 * 0.9) instead.
+    table = table_for({
+        (): {A: 0.5, B: 0.3, EOS: 0.2},
+        (A,): {EOS: 0.3, A: 0.35, B: 0.35},
+        (B,): {EOS: 0.3, A: 0.35, B: 0.35},
+        (A, A): {EOS: 0.9, A: 0.05, B: 0.05},
+    }, vocab_size=4, max_length=4)
+    model = PrefixTableModel(table)
+    t2t = run_beam(model, 2, [4], alpha=0.0)
+    assert hypothesis(t2t, 0) == ()
+    assert t2t["scores"][0, 0] == pytest.approx(math.log(0.2), abs=1e-5)
+    in_beam = run_beam(model, 2, [4], alpha=0.0, eos_candidates="beam")
+    assert hypothesis(in_beam, 0) == (A, A)
+    assert in_beam["finished"][0, 0]
+    assert in_beam["scores"][0, 0] == pytest.approx(math.log(0.5 * 0.35 * 0.9), abs=1e-5)
+
+
+def test_an_unknown_finishing_rule_is_refused():
+    model = PrefixTableModel(random_table(0, 1, 4, 2, 1.0))
+    with pytest.raises(ValueError, match="eos_candidates must be one of"):
+        run_beam(model, 2, [2], alpha=0.0, eos_candidates="some")
+
+
 def test_output_is_cut_at_the_sentence_maximum_length():
     # <EOS> is impossible: nothing finishes, the alive hypotheses come back.
     table = table_for({}, vocab_size=4, max_length=4)
@@ -237,7 +263,63 @@ def reference_beam(model, sentence, beam_size, max_length, alpha):
     return [(prefix, log_prob / penalty(max_length, alpha)) for prefix, log_prob in alive]
 
 
+def reference_ctranslate2_beam(model, sentence, beam_size, max_length):
+    """CTranslate2 4.x's `BeamSearch::search` at length penalty 0, transcribed
+    to plain Python for one sentence (src/decoding.cc).
+
+    Returns (prefix, log-probability, ended with <EOS>) of its best hypothesis.
+    """
+    # Beam 0 only is live at first (CTranslate2 either expands after the
+    # first step or, for a vocabulary under 2 * beam, starts the others at -inf).
+    alive = [((), np.float32(0.0))] + [((), np.float32(-math.inf))] * (beam_size - 1)
+    hypotheses = []
+    for step in range(max_length):
+        candidates = []
+        for k, (prefix, log_prob) in enumerate(alive):
+            for token in range(model.vocab_size):
+                total = log_prob + model.sentence_log_prob(sentence, prefix, token)
+                candidates.append((-total, k * model.vocab_size + token, prefix + (token,)))
+        candidates = [(c[2], -c[0]) for c in sorted(candidates)[:2 * beam_size]]
+        last_step = step == max_length - 1
+        next_alive, secondary = [], beam_size
+        top_finished = False
+        for k in range(beam_size):
+            prefix, total = candidates[k]
+            next_beam = k
+            if prefix[-1] == EOS or last_step:
+                top_finished |= k == 0
+                hypotheses.append((prefix[:-1] if prefix[-1] == EOS else prefix, total,
+                                   prefix[-1] == EOS))
+                # Another candidate that did not end takes the freed place.
+                for j in range(secondary, 2 * beam_size):
+                    if candidates[j][0][-1] != EOS:
+                        next_beam, secondary = j, j + 1
+                        break
+            next_alive.append(candidates[next_beam])
+        if last_step or top_finished:
+            break
+        alive = next_alive
+    return max(hypotheses, key=lambda h: h[1])
+
+
 # --- properties ---------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), vocab=st.integers(3, 6), beam_size=st.integers(2, 4),
+       max_length=st.integers(1, 5), scale=st.sampled_from([0.3, 1.0, 4.0]))
+def test_eos_candidates_beam_matches_ctranslate2s_search(seed, vocab, beam_size, max_length,
+                                                         scale):
+    table = random_table(seed, 2, vocab, max_length, scale)
+    table[..., 0] = -30.0  # keep <pad> out, as a trained model does
+    model = PrefixTableModel(table)
+    limits = [max_length, max(1, max_length - 1)]
+    result = run_beam(model, beam_size, limits, alpha=0.0, eos_candidates="beam")
+    for sentence, limit in enumerate(limits):
+        prefix, log_prob, ended = reference_ctranslate2_beam(model, sentence, beam_size, limit)
+        assert hypothesis(result, sentence) == prefix
+        assert result["finished"][sentence, 0] == ended
+        assert result["scores"][sentence, 0] == pytest.approx(log_prob, rel=1e-5)
+
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2 ** 31 - 1), vocab=st.integers(3, 5), max_length=st.integers(1, 4),
@@ -320,9 +402,11 @@ def test_batch_of_one_equals_batch_of_many():
         np.testing.assert_array_equal(together["lengths"][sentence], alone["lengths"][0])
 
 
-def test_xla_compiled_loop_gives_the_same_result():
+@pytest.mark.parametrize("eos_candidates", ["all", "beam"])
+def test_xla_compiled_loop_gives_the_same_result(eos_candidates):
     model = PrefixTableModel(random_table(11, 3, 5, 4, 2.0))
-    plain = run_beam(model, 3, [4, 2, 3], alpha=0.6)
-    compiled = run_beam(model, 3, [4, 2, 3], alpha=0.6, jit_compile=True)
+    plain = run_beam(model, 3, [4, 2, 3], alpha=0.6, eos_candidates=eos_candidates)
+    compiled = run_beam(model, 3, [4, 2, 3], alpha=0.6, jit_compile=True,
+                        eos_candidates=eos_candidates)
     for key in plain:
         np.testing.assert_allclose(plain[key], compiled[key], rtol=1e-6)

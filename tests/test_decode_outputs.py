@@ -119,6 +119,8 @@ def test_nbest_options_that_cannot_hold_are_refused(workspace):
         run_decode(workspace, decode_to_file=str(output), nbest=5)
     with pytest.raises(HParamsError, match="write_beam_scores=true .* needs return_beams=true"):
         run_decode(workspace, decode_to_file=str(output), decode_hparams="write_beam_scores=true")
+    with pytest.raises(HParamsError, match="eos_candidates=first must be one of all, beam"):
+        run_decode(workspace, decode_to_file=str(output), decode_hparams="eos_candidates=first")
     assert not output.exists()
 
 

@@ -13,7 +13,15 @@ tokens is scored `log-probability / penalty + length_scores[length]`.
 
 Every step takes the best `2 * beam_size` one-token extensions of the alive
 hypotheses: at most `beam_size` of them end in `<EOS>`, so at least
-`beam_size` remain to stay alive. A sentence is done when no alive hypothesis
+`beam_size` remain to stay alive. Which of the candidates that end in `<EOS>`
+join the finished set is `eos_candidates`: `"all"` of them (T2T), or only
+those among the best `beam_size` (`"beam"`: fairseq's and CTranslate2's
+rule, under which a hypothesis ends only where it would otherwise have
+stayed in the beam). Under `"beam"` the hypotheses that the length limit
+cut off are also ranked with the finished ones by score, as fairseq and
+CTranslate2 do; T2T returns them only when nothing finished. At alpha 0 the
+`"beam"` rule gives CTranslate2's results, which is how an export is
+checked against `bin/decode`. A sentence is done when no alive hypothesis
 can still beat its best finished one (log-probabilities only fall, and the
 penalty is largest at the maximum length; with length scores, plus the best
 score of the lengths still reachable), or when it reached its maximum
@@ -176,8 +184,11 @@ def best_reachable_length_scores(length_scores):
     return tf.transpose(tf.reverse(tf.scan(tf.maximum, reversed_columns), axis=[0]))
 
 
+EOS_CANDIDATES = ("all", "beam")
+
+
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
-                cache, alpha=0.6, eos_id=1, length_scores=None):
+                cache, alpha=0.6, eos_id=1, length_scores=None, eos_candidates="all"):
     """T2T beam search (see the module docstring).
 
     Call it inside a `tf.function` (optionally `jit_compile=True`): the loop
@@ -198,12 +209,17 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         eos_id: the `<EOS>` id.
         length_scores: None, or float32 [batch, max_steps + 1]: column l is
             added to the score of a hypothesis of l tokens, `<EOS>` counted.
+        eos_candidates: `"all"` (T2T) or `"beam"` (fairseq, CTranslate2):
+            which of a step's `2 * beam_size` candidates may end a
+            hypothesis (see the module docstring).
 
     Returns:
         A `SearchResult`, hypotheses sorted best first.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if eos_candidates not in EOS_CANDIDATES:
+        raise ValueError(f"eos_candidates must be one of {EOS_CANDIDATES}, got {eos_candidates!r}")
     initial_ids = tf.convert_to_tensor(initial_ids, tf.int32)
     max_lengths = tf.convert_to_tensor(max_lengths, tf.int32)
     batch_size = shape_list(initial_ids)[0]
@@ -219,6 +235,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
     finished_scores = tf.fill([batch_size, beam_size], NEG_INF)
     finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
     done = tf.zeros([batch_size], tf.bool)
+    # Sentences that reached their length limit with an alive hypothesis that
+    # could still beat the finished ones.
+    cut_off = tf.zeros([batch_size], tf.bool)
     max_penalty = length_penalty(max_lengths, alpha)
     if length_scores is not None:
         length_scores = tf.cast(length_scores, tf.float32)
@@ -255,6 +274,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         Existing finished hypotheses come first, so a tie keeps the older one.
         """
         ended = is_eos & tf.math.is_finite(candidate_log_probs)
+        if eos_candidates == "beam":
+            # top_k returned the candidates best first, so rank = position.
+            ended &= tf.range(tf.shape(is_eos)[1]) < beam_size
         scores = candidate_log_probs / length_penalty(step + 1, alpha)
         if length_scores is not None:
             scores += length_score(length_scores, tf.fill([batch_size], step + 1))[:, None]
@@ -266,11 +288,11 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         return (gather_beams(all_ids, chosen), best_scores, gather_beams(all_flags, chosen))
 
     def condition(step, alive_ids, alive_log_probs, finished_ids, finished_scores,
-                  finished_flags, done, cache):
+                  finished_flags, done, cut_off, cache):
         return (step < max_steps) & ~tf.reduce_all(done)
 
     def body(step, alive_ids, alive_log_probs, finished_ids, finished_scores,
-             finished_flags, done, cache):
+             finished_flags, done, cut_off, cache):
         candidate_ids, candidate_log_probs, origins, is_eos, new_cache = extend(
             step, alive_ids, alive_log_probs, cache)
         new_alive_ids, new_alive_log_probs, alive_origins = grow_alive(
@@ -295,22 +317,35 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
             best_possible_alive += best_reachable[:, tf.minimum(step + 2, last_length)]
         cannot_improve = finished_scores[:, 0] > best_possible_alive
         at_max_length = step + 1 >= max_lengths
+        cut_off = cut_off | (~done & at_max_length & ~cannot_improve)
         done = done | cannot_improve | at_max_length
         return (step + 1, alive_ids, alive_log_probs, finished_ids, finished_scores,
-                finished_flags, done, cache)
+                finished_flags, done, cut_off, cache)
 
     loop_vars = (tf.constant(0, tf.int32), alive_ids, alive_log_probs, finished_ids,
-                 finished_scores, finished_flags, done, cache)
+                 finished_scores, finished_flags, done, cut_off, cache)
     (_, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags,
-     _, _) = tf.while_loop(condition, body, loop_vars, maximum_iterations=max_steps)
+     _, cut_off, _) = tf.while_loop(condition, body, loop_vars, maximum_iterations=max_steps)
 
-    # Sentences that never produced <EOS> return their alive hypotheses, scored
-    # as if they ended at the maximum length.
-    any_finished = tf.reduce_any(finished_flags, axis=1)
-    ids = _hold(~any_finished, alive_ids, finished_ids)[:, :, 1:]
+    # Alive hypotheses are scored as if they ended at the maximum length.
     alive_scores = alive_log_probs / max_penalty[:, None]
     if length_scores is not None:
         alive_scores += length_score(length_scores, max_lengths)[:, None]
+    if eos_candidates == "beam":
+        # The cut-off hypotheses compete with the finished ones (finished
+        # first, so a tie keeps the finished one).
+        alive_scores = tf.where(cut_off[:, None], alive_scores, NEG_INF)
+        all_ids = tf.concat([finished_ids, alive_ids], axis=1)
+        all_scores = tf.concat([finished_scores, alive_scores], axis=1)
+        all_flags = tf.concat([finished_flags, tf.zeros_like(finished_flags)], axis=1)
+        scores, chosen = tf.math.top_k(all_scores, k=beam_size)
+        finished_ids, finished_scores = gather_beams(all_ids, chosen), scores
+        finished_flags = gather_beams(all_flags, chosen) & tf.math.is_finite(scores)
+    # Sentences that never produced <EOS> return their alive hypotheses.
+    any_finished = tf.reduce_any(finished_flags, axis=1)
+    if eos_candidates == "beam":
+        any_finished |= cut_off
+    ids = _hold(~any_finished, alive_ids, finished_ids)[:, :, 1:]
     scores = _hold(~any_finished, alive_scores, finished_scores)
     flags = finished_flags & any_finished[:, None]
     lengths = _first_eos_lengths(ids, eos_id, max_lengths)

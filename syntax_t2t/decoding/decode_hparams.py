@@ -1,5 +1,6 @@
 """Decoding settings, given as T2T's `--decode_hparams` string."""
 
+from syntax_t2t.decoding.beam_search import EOS_CANDIDATES
 from syntax_t2t.hparams import HParams, HParamsError
 
 
@@ -23,13 +24,17 @@ def decode_hparams(overrides: str = "") -> HParams:
         `length_model` (score finished hypotheses by log p(y | x) +
         log p(len(y) | len(x)) from training statistics, Eriguchi et al.
         2016, instead of the length penalty alpha; see
-        `syntax_t2t.decoding.length_model`).
+        `syntax_t2t.decoding.length_model`),
+        `eos_candidates` (which of a beam step's 2 * beam_size candidates may
+        end a hypothesis: `all`, T2T's rule, or `beam`, the best beam_size
+        only, as fairseq and CTranslate2 do; see
+        `syntax_t2t.decoding.beam_search`).
 
     Raises:
         HParamsError: an unknown name, a wrong type or an out-of-range value.
     """
     hparams = HParams(beam_size=4, alpha=0.6, batch_size=32, extra_length=50, return_beams=False,
-                      write_beam_scores=False, length_model=False)
+                      write_beam_scores=False, length_model=False, eos_candidates="all")
     hparams.parse(overrides)
     if hparams.beam_size < 1:
         raise HParamsError(f"decode hparam beam_size={hparams.beam_size} must be at least 1")
@@ -40,4 +45,7 @@ def decode_hparams(overrides: str = "") -> HParams:
     if hparams.alpha < 0:
         # The search's stopping bound assumes the penalty grows with length.
         raise HParamsError(f"decode hparam alpha={hparams.alpha} must be >= 0")
+    if hparams.eos_candidates not in EOS_CANDIDATES:
+        raise HParamsError(f"decode hparam eos_candidates={hparams.eos_candidates} must be one of "
+                           f"{', '.join(EOS_CANDIDATES)}")
     return hparams

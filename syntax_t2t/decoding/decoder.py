@@ -128,7 +128,8 @@ class Decoder:
         self._batch_keys = self.feature_keys + derived_keys
         self._decode = make_decode_function(model, self._batch_keys, hparams.beam_size,
                                             hparams.alpha, hparams.extra_length, jit_compile=jit_compile,
-                                            length_model=length_model)
+                                            length_model=length_model,
+                                            eos_candidates=hparams.eos_candidates)
         self._forced_score = None  # built on the first `score`
 
     def check_features(self, sentences: Sequence[SourceSentence], input_name: str = "the input") -> None:

@@ -46,7 +46,7 @@ def input_lengths(inputs):
 
 
 def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
-                 length_model=None, in_place_cache=False):
+                 length_model=None, in_place_cache=False, eos_candidates="all"):
     """Decodes one batch (call inside `tf.function`; see the module docstring).
 
     Args:
@@ -62,6 +62,8 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
         in_place_cache: write the self-attention caches in place (same
             outputs, less copying; `make_decode_function` does without
             XLA); not under XLA, which has no in-place update.
+        eos_candidates: beam search's finishing rule, `"all"` (T2T) or
+            `"beam"` (fairseq, CTranslate2); see `beam_search`.
 
     Returns:
         dict with `"ids"` int32 [B, beam, S + extra_length], `"lengths"` and
@@ -89,7 +91,8 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
 
     initial_ids = tf.fill([batch_size], tf.constant(model.decode_start_id, tf.int32))
     result = search(symbols_to_logits, initial_ids, beam_size, max_steps, max_lengths, cache,
-                    alpha=alpha, eos_id=eos_id, length_scores=length_scores)
+                    alpha=alpha, eos_id=eos_id, length_scores=length_scores,
+                    eos_candidates=eos_candidates)
     outputs = {"ids": result.ids, "lengths": result.lengths, "scores": result.scores}
     head_key = getattr(model, "head_logits_key", "parse_logits")
     if head_key in encoded:
@@ -98,13 +101,14 @@ def decode_batch(model, features, beam_size, alpha, extra_length, eos_id=EOS_ID,
 
 
 def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, jit_compile=False,
-                         eos_id=EOS_ID, length_model=None):
+                         eos_id=EOS_ID, length_model=None, eos_candidates="all"):
     """`decode_batch` compiled once for batches of any size and length.
 
     Args:
         model: as in `decode_batch`.
         feature_keys: the batch keys the function takes.
-        beam_size, alpha, extra_length, eos_id, length_model: as in `decode_batch`.
+        beam_size, alpha, extra_length, eos_id, length_model, eos_candidates:
+            as in `decode_batch`.
         jit_compile: compile with XLA (one executable per batch shape).
 
     Returns:
@@ -114,7 +118,7 @@ def make_decode_function(model, feature_keys, beam_size, alpha, extra_length, ji
     @tf.function(input_signature=[feature_signature(feature_keys)], jit_compile=jit_compile)
     def decode(features):
         return decode_batch(model, features, beam_size, alpha, extra_length, eos_id, length_model,
-                            in_place_cache=not jit_compile)
+                            in_place_cache=not jit_compile, eos_candidates=eos_candidates)
 
     return decode
 

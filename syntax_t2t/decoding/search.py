@@ -17,7 +17,7 @@ def tile_beams(tensor, beam_size):
 
 
 def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths, cache,
-           alpha=0.6, eos_id=1, length_scores=None):
+           alpha=0.6, eos_id=1, length_scores=None, eos_candidates="all"):
     """Greedy search when `beam_size` is 1, otherwise T2T beam search.
 
     Args:
@@ -34,6 +34,9 @@ def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
         length_scores: None, or float32 [batch, max_steps + 1]: column l is
             added to the score of a finished hypothesis of l tokens (`<EOS>`
             counted); see `syntax_t2t.decoding.length_model`.
+        eos_candidates: beam search's finishing rule, `"all"` (T2T) or
+            `"beam"` (fairseq, CTranslate2); see `beam_search`. Greedy search
+            has one candidate, so both rules are the same there.
 
     Returns:
         A `SearchResult` with `beam_size` hypotheses per sentence.
@@ -42,4 +45,5 @@ def search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
         return greedy_search(symbols_to_logits_fn, initial_ids, max_steps, max_lengths, cache,
                              alpha=alpha, eos_id=eos_id, length_scores=length_scores)
     return beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
-                       cache, alpha=alpha, eos_id=eos_id, length_scores=length_scores)
+                       cache, alpha=alpha, eos_id=eos_id, length_scores=length_scores,
+                       eos_candidates=eos_candidates)

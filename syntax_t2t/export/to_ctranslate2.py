@@ -21,7 +21,10 @@ computes what `bin/decode` computes:
 Differences that remain are CTranslate2's, not the weights': its beam
 search divides scores by `length ** length_penalty`, not by GNMT's
 `((5 + length) / 6) ** alpha`, so with alpha > 0 it can rank finished
-hypotheses differently; with `length_penalty=0` (alpha = 0), or greedy
+hypotheses differently; and it ends a hypothesis only where `<EOS>` is
+among the best beam of a step's 2 × beam candidates, where T2T's search
+takes it from all of them. With `length_penalty=0` (alpha = 0) and
+`bin/decode --decode_hparams=alpha=0,eos_candidates=beam`, or greedy
 search, outputs equal `bin/decode`'s. Its `max_decoding_length` counts
 output tokens as our `source length + 1 + extra_length` does, and its
 `min_decoding_length` defaults to 1 where our search may end at once (an

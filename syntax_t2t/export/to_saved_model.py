@@ -36,7 +36,8 @@ class TranslationModule(tf.Module):
     Args:
         model: a built model with restored weights that decodes from `inputs` alone.
         source_tokens, target_tokens: the vocabularies, in id order.
-        settings: decode hparams (`beam_size`, `alpha`, `extra_length`).
+        settings: decode hparams (`beam_size`, `alpha`, `extra_length`,
+            `eos_candidates`).
     """
 
     def __init__(self, model, source_tokens, target_tokens, settings):
@@ -50,6 +51,7 @@ class TranslationModule(tf.Module):
         self.beam_size = int(settings.beam_size)
         self.alpha = float(settings.alpha)
         self.extra_length = int(settings.extra_length)
+        self.eos_candidates = str(settings.eos_candidates)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sources")])
     def translate(self, sources):
@@ -58,7 +60,8 @@ class TranslationModule(tf.Module):
         eos = tf.fill([tf.shape(sources)[0], 1], EOS_ID)
         inputs = tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor(PAD_ID)
         outputs = decode_batch(self.model, {"inputs": inputs}, self.beam_size, self.alpha,
-                               self.extra_length, in_place_cache=True)
+                               self.extra_length, in_place_cache=True,
+                               eos_candidates=self.eos_candidates)
         scores = outputs["scores"]
         hypothesis_ids = tf.reshape(outputs["ids"], [-1, tf.shape(outputs["ids"])[-1]])
         lengths = tf.reshape(outputs["lengths"], [-1])
