@@ -123,7 +123,8 @@ def main(argv):
             trained.model, vocabularies, settings, directory))
         print(f"exported {trained.model_name} ({trained.checkpoint}) as a SavedModel with "
               f"beam_size={settings.beam_size}, alpha={settings.alpha}, "
-              f"extra_length={settings.extra_length} to {export_dir}")
+              f"extra_length={settings.extra_length}, eos_candidates={settings.eos_candidates} "
+              f"to {export_dir}")
     else:
         from syntax_t2t.export.to_ctranslate2 import export_ctranslate2
 
