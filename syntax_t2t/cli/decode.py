@@ -103,10 +103,13 @@ if "decode_hparams" not in FLAGS:
     # import several programs.
     flags.DEFINE_string("decode_hparams", "",
                         "Decoding settings, default 'beam_size=4,alpha=0.6,batch_size=32,extra_length=50,"
-                        "return_beams=false,write_beam_scores=false,length_model=false'; "
+                        "return_beams=false,write_beam_scores=false,length_model=false,"
+                        "eos_candidates=all'; "
                         "write_beam_scores=true (with return_beams=true) writes n-best lists; "
                         "length_model=true scores by log p(y|x) + log p(len y | len x) from "
-                        "training statistics (Eriguchi et al. 2016).")
+                        "training statistics (Eriguchi et al. 2016); eos_candidates=beam ends "
+                        "hypotheses as fairseq and CTranslate2 do (<EOS> only among the best "
+                        "beam of the 2 x beam candidates), T2T's all among every candidate.")
 flags.DEFINE_integer("nbest", None, "Write the best N hypotheses of the beam with their scores "
                      "(fairseq's --nbest; the n-best layout of write_beam_scores=true).",
                      lower_bound=1)
