@@ -41,7 +41,11 @@ def multi30k_cs_en_syntax():
             System("dep_parse", "dep_parse", "parse_layer=1,parse_loss=logits"),
             System("dep_parse_w0.1", "dep_parse",
                    "parse_layer=1,parse_loss=logits,parse_loss_weight=0.1"),
-            System("dep_parse_attention", "dep_parse", "parse_layer=1,parse_loss=attention"),
+            # Seeds 2 and 3 went to the form best on dev once it finished
+            # (36.30 against 34.49 for parse_loss=logits; dep_parse_w0.1 was
+            # still training, and gets them too should it end above).
+            System("dep_parse_attention", "dep_parse", "parse_layer=1,parse_loss=attention",
+                   seeds=(1, 2, 3)),
             System("transformer_relative", "transformer",
                    "max_relative_position=20,position_encoding=none,relative_value_bias=true"),
             System("diagonal_parse", "diagonal_parse", "parse_layer=1"),
