@@ -112,7 +112,11 @@ def test_a_signal_right_after_a_save_saves_nothing_more(tmp_path):
 
 
 def test_the_first_signal_is_recorded_and_the_second_acts_as_usual():
-    handlers_before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    # "As usual" is whatever handler was there before; Python's default one
+    # here, whatever earlier tests of this process (or libraries) installed.
+    outer = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    handlers_before = {number: signal.getsignal(number) for number in outer}
     # Python runs a signal's handler at the next bytecode of the main thread,
     # which may be inside a gc callback (hypothesis installs one); there a
     # KeyboardInterrupt is unraisable and lost, so no collection may run here.
@@ -126,9 +130,11 @@ def test_the_first_signal_is_recorded_and_the_second_acts_as_usual():
                 # A user who will not wait for the save: the second one interrupts.
                 os.kill(os.getpid(), signal.SIGINT)
                 time.sleep(0.05)
+        assert {number: signal.getsignal(number) for number in outer} == handlers_before
     finally:
         gc.enable()
-    assert {number: signal.getsignal(number) for number in handlers_before} == handlers_before
+        for number, handler in outer.items():
+            signal.signal(number, handler)
 
 
 def wait_for(path, pattern, process, timeout=300, accept=lambda match: True):
