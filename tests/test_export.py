@@ -140,10 +140,10 @@ def differing_lines(workspace, run, export_dir, beam_size):
     At alpha 0: CTranslate2's length penalty (length ** alpha) is not GNMT's.
     Beam search finishes hypotheses by CTranslate2's rule (`eos_candidates=beam`).
     """
-    settings = f"beam_size={beam_size},alpha=0,extra_length={EXTRA_LENGTH}"
     # CTranslate2 ends a hypothesis only among the best beam of a step's
     # 2 * beam candidates (fairseq's rule), T2T among all of them.
-    ours = decoded(workspace, run, settings + (",eos_candidates=beam" if beam_size > 1 else ""))
+    ours = decoded(workspace, run, f"beam_size={beam_size},alpha=0,extra_length={EXTRA_LENGTH},"
+                                   "eos_candidates=beam")
     theirs = ctranslate2_translations(export_dir, workspace["lines"], beam_size)
     assert len(ours) == len(theirs)
     return [(a, b) for a, b in zip(ours, theirs) if a != b]

@@ -113,7 +113,8 @@ def test_a_signal_right_after_a_save_saves_nothing_more(tmp_path):
 
 def test_the_first_signal_is_recorded_and_the_second_acts_as_usual():
     # "As usual" is whatever handler was there before; Python's default one
-    # here, whatever earlier tests of this process (or libraries) installed.
+    # here, since a suite started in the background by a shell inherits
+    # SIGINT ignored (SIG_IGN), and then nothing would be raised.
     outer = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
     handlers_before = {number: signal.getsignal(number) for number in outer}

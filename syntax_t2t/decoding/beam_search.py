@@ -331,20 +331,18 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
     alive_scores = alive_log_probs / max_penalty[:, None]
     if length_scores is not None:
         alive_scores += length_score(length_scores, max_lengths)[:, None]
+    any_finished = tf.reduce_any(finished_flags, axis=1)
     if eos_candidates == "beam":
         # The cut-off hypotheses compete with the finished ones (finished
         # first, so a tie keeps the finished one).
-        alive_scores = tf.where(cut_off[:, None], alive_scores, NEG_INF)
+        cut_off_scores = tf.where(cut_off[:, None], alive_scores, NEG_INF)
         all_ids = tf.concat([finished_ids, alive_ids], axis=1)
-        all_scores = tf.concat([finished_scores, alive_scores], axis=1)
         all_flags = tf.concat([finished_flags, tf.zeros_like(finished_flags)], axis=1)
-        scores, chosen = tf.math.top_k(all_scores, k=beam_size)
-        finished_ids, finished_scores = gather_beams(all_ids, chosen), scores
-        finished_flags = gather_beams(all_flags, chosen) & tf.math.is_finite(scores)
-    # Sentences that never produced <EOS> return their alive hypotheses.
-    any_finished = tf.reduce_any(finished_flags, axis=1)
-    if eos_candidates == "beam":
+        finished_scores, chosen = tf.math.top_k(
+            tf.concat([finished_scores, cut_off_scores], axis=1), k=beam_size)
+        finished_ids, finished_flags = gather_beams(all_ids, chosen), gather_beams(all_flags, chosen)
         any_finished |= cut_off
+    # Sentences that never produced <EOS> return their alive hypotheses.
     ids = _hold(~any_finished, alive_ids, finished_ids)[:, :, 1:]
     scores = _hold(~any_finished, alive_scores, finished_scores)
     flags = finished_flags & any_finished[:, None]
