@@ -34,17 +34,23 @@ def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=
         model_name: a registered model.
         hparams: its hparams.
         data_dir: generated data of `PROBLEM`.
-        steps: checkpoint numbers; the weights of step `s` are drawn with seed `s`.
+        steps: checkpoint numbers; the weights of step `s` are drawn with seed `s`,
+            statelessly, so that they do not depend on what ran earlier in the process.
         stddev: of the normal weights; None keeps the model's own initialisation.
         eos_scale: multiplies the `<EOS>` row of the target embedding, which
             is also its softmax row: the larger, the more hypotheses end
-            before their maximum length (random weights rarely end them).
+            before their maximum length (random weights rarely end them). The
+            row is first turned to the side the decoder's states point to, on
+            a probe batch: scaling a row they point away from ends fewer. 0
+            gives `<EOS>` the logit 0, below the largest of the other random
+            logits: no hypothesis ends before its maximum length.
 
     Returns:
         The model, holding the weights of the last checkpoint.
     """
     problem = registry.problem(PROBLEM)
-    model = registry.model(model_name)(hparams, problem.vocab_sizes(str(data_dir)))
+    vocab_sizes = problem.vocab_sizes(str(data_dir))
+    model = registry.model(model_name)(hparams, vocab_sizes)
     step = tf.Variable(0, dtype=tf.int64)
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model_weights=model_weights(model), step=step), str(run_dir),
@@ -52,16 +58,29 @@ def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=
     for value in steps:
         step.assign(value)
         if stddev is not None:
-            for weight in model.weights:
-                weight.assign(tf.random.normal(weight.shape, stddev=stddev, seed=value))
+            for index, weight in enumerate(model.weights):
+                weight.assign(tf.random.stateless_normal(weight.shape, seed=[value, index],
+                                                         stddev=stddev))
         if eos_scale is not None:
             table = model.target_embedding.embeddings
-            table.assign(tf.tensor_scatter_nd_update(table, [[EOS_ID]],
-                                                     eos_scale * table[EOS_ID:EOS_ID + 1]))
+            row = table[EOS_ID:EOS_ID + 1]
+            if eos_scale and mean_eos_logit(model, vocab_sizes, seed=value) < 0:
+                row = -row
+            table.assign(tf.tensor_scatter_nd_update(table, [[EOS_ID]], eos_scale * row))
         manager.save(checkpoint_number=value)
     run_directory.write_run_files(str(run_dir), hparams, [
         f"--problem={PROBLEM}", f"--model={model_name}", f"--data_dir={data_dir}"])
     return model
+
+
+def mean_eos_logit(model, vocab_sizes, seed, batch_size=8, length=8):
+    """The `<EOS>` logit averaged over a batch of random sentences, teacher-forced."""
+    def random_ids(name, index):
+        return tf.random.stateless_uniform([batch_size, length], seed=[seed, index], minval=2,
+                                           maxval=vocab_sizes[name], dtype=tf.int32)
+    logits = model({"inputs": random_ids("inputs", 0), "targets": random_ids("targets", 1)},
+                   training=False)["logits"]
+    return float(tf.reduce_mean(logits[..., EOS_ID]))
 
 
 def generated_data(root, program, count):

@@ -42,8 +42,11 @@ def workspace(tmp_path_factory):
     lines.insert(5, b"bad \xff byte")
     (root / "test.txt").write_bytes(b"\n".join(lines) + b"\n")
     hparams = small_hparams()
+    # Unending (`eos_scale=0`): every translation fills its maximum length, so
+    # none is empty and every beam holds a different hypothesis.
     for model_name in ("dep_parse", "tree_distance"):
-        save_random_run(root / model_name, model_name, hparams, root / "data", steps=(10, 20))
+        save_random_run(root / model_name, model_name, hparams, root / "data", steps=(10, 20),
+                        eos_scale=0.0)
     return root
 
 

@@ -24,10 +24,12 @@ EXTRA_LENGTH = 1
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    """Data, 8 test sentences as text (line 3 empty, line 4 one word) and a `transformer` run.
+    """Data, 8 test sentences as text (line 3 empty, line 4 one word) and two `transformer` runs.
 
-    The run's `<EOS>` is boosted so that most hypotheses end (random weights
-    never end them); the one-word line's maximum length cuts some off.
+    Random weights rarely end a hypothesis. The `ending` run's `<EOS>` is
+    boosted so that most hypotheses end; the `unending` run's is zeroed: its
+    logit 0 stays below the largest of the 281 other random logits, so every
+    hypothesis is cut off at the maximum length.
     """
     root = tmp_path_factory.mktemp("decode_outputs")
     problem, samples = generated_data(root, "decode", 8)
@@ -35,26 +37,27 @@ def workspace(tmp_path_factory):
     lines[2] = ""
     lines[3] = lines[3].split()[0]
     write_lines(root / "test.txt", lines)
-    model = save_random_run(root / "transformer", "transformer", small_hparams(), root / "data",
-                            eos_scale=1.5)
+    models = {run: save_random_run(root / run, "transformer", small_hparams(), root / "data",
+                                   eos_scale=scale)
+              for run, scale in (("ending", 6.0), ("unending", 0.0))}
     vocabularies = problem.load_vocabularies(str(root / "data"))
-    return {"root": root, "model": model, "vocabularies": vocabularies, "sources": lines,
+    return {"root": root, "models": models, "vocabularies": vocabularies, "sources": lines,
             "targets": [" ".join(target.tokens if hasattr(target, "tokens") else target)
                         for _, target in samples]}
 
 
-def run_decode(workspace, **flag_values):
+def run_decode(workspace, run="ending", **flag_values):
     flag_values.setdefault("decode_from_file", str(workspace["root"] / "test.txt"))
-    with flagsaver.flagsaver(output_dir=str(workspace["root"] / "transformer"), **flag_values):
+    with flagsaver.flagsaver(output_dir=str(workspace["root"] / run), **flag_values):
         decode.main(["decode"])
 
 
-def teacher_forced_log_probs(workspace, source, target_tokens, with_eos=True):
+def teacher_forced_log_probs(workspace, source, target_tokens, with_eos=True, run="ending"):
     """log p(token) of every target token (and <EOS>) from one `model.call`."""
     vocabularies = workspace["vocabularies"]
     inputs = vocabularies["inputs"].encode(source.split()) + [EOS_ID]
     targets = vocabularies["targets"].encode(list(target_tokens)) + ([EOS_ID] if with_eos else [])
-    logits = workspace["model"]({"inputs": tf.constant([inputs]),
+    logits = workspace["models"][run]({"inputs": tf.constant([inputs]),
                                  "targets": tf.constant([targets])}, training=False)["logits"]
     log_probs = tf.nn.log_softmax(logits[0], axis=-1).numpy()
     return log_probs[np.arange(len(targets)), targets]
@@ -74,9 +77,10 @@ def nbest_blocks(path):
     return blocks
 
 
-def test_nbest_lists_hold_every_beam_with_the_search_score(workspace):
-    output = workspace["root"] / "nbest.txt"
-    run_decode(workspace, decode_to_file=str(output),
+@pytest.mark.parametrize("run", ["ending", "unending"])
+def test_nbest_lists_hold_every_beam_with_the_search_score(workspace, run):
+    output = workspace["root"] / f"nbest_{run}.txt"
+    run_decode(workspace, run, decode_to_file=str(output),
                decode_hparams=f"beam_size=3,alpha={ALPHA},extra_length={EXTRA_LENGTH},"
                               f"return_beams=true,write_beam_scores=true")
     blocks = nbest_blocks(output)
@@ -96,20 +100,23 @@ def test_nbest_lists_hold_every_beam_with_the_search_score(workspace):
             # counted in the penalty; else cut off at the maximum length.
             finished = len(tokens) < max_length
             kinds.add(finished)
-            log_prob = teacher_forced_log_probs(workspace, source, tokens, finished).sum()
+            log_prob = teacher_forced_log_probs(workspace, source, tokens, finished, run).sum()
             penalty = float(length_penalty(len(tokens) + finished, ALPHA))
             assert score == pytest.approx(log_prob / penalty, abs=2e-5), hypothesis
-    assert kinds == {True, False}  # both kinds of hypothesis were checked
+    # Both kinds of hypothesis are checked: mostly ended, or all cut off.
+    assert True in kinds if run == "ending" else kinds == {False}
 
 
-def test_nbest_flag_keeps_the_best_n_of_the_same_lists(workspace):
+@pytest.mark.parametrize("run", ["ending", "unending"])
+def test_nbest_flag_keeps_the_best_n_of_the_same_lists(workspace, run):
     settings = f"beam_size=3,alpha={ALPHA},extra_length={EXTRA_LENGTH}"
-    every, best_two = workspace["root"] / "every.txt", workspace["root"] / "best2.txt"
-    run_decode(workspace, decode_to_file=str(every),
+    every, best_two = workspace["root"] / f"every_{run}.txt", workspace["root"] / f"best2_{run}.txt"
+    run_decode(workspace, run, decode_to_file=str(every),
                decode_hparams=settings + ",return_beams=true,write_beam_scores=true")
-    run_decode(workspace, decode_to_file=str(best_two), decode_hparams=settings, nbest=2)
+    run_decode(workspace, run, decode_to_file=str(best_two), decode_hparams=settings, nbest=2)
     assert nbest_blocks(best_two) == [block[:2] for block in nbest_blocks(every)]
-    assert any(len(block) == 2 for block in nbest_blocks(best_two))
+    if run == "unending":  # three cut-off hypotheses in every list: the best two are kept
+        assert [len(block) for block in nbest_blocks(best_two)] == [2, 2, 0, 2, 2, 2, 2, 2]
 
 
 def test_nbest_options_that_cannot_hold_are_refused(workspace):

@@ -53,7 +53,7 @@ def workspace(tmp_path_factory):
     lines[2] = ""
     write_lines(root / "test.txt", lines)
     save_random_run(root / "transformer", "transformer", small_hparams(), root / "data",
-                    eos_scale=1.5)
+                    eos_scale=6.0)
     expected = {}
     for name, extra in (("best", {}), ("nbest", {"nbest": 2})):
         output = root / f"{name}.txt"
