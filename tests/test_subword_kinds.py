@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from syntax_t2t import registry
 from syntax_t2t.data import subword_kinds
@@ -84,6 +84,8 @@ def test_learnt_sentencepiece_round_trips_any_words(kind):
     @settings(max_examples=60, deadline=None)
     @given(st.lists(st.text(min_size=1, max_size=8),
                     min_size=1, max_size=6))
+    @example(["\u2581"])  # SentencePiece's own word-boundary mark, alone and inside words
+    @example(["a\u2581b", "\u2581x\u2581", "a b\\"])
     def round_trip(words):
         encoded = vocab.encode_with_word_index(words)
         assert vocab.decode(encoded.ids) == words

@@ -17,7 +17,8 @@ Ids. The reserved ids of `docs/design.md` come first (0 `<pad>`, 1 `<EOS>`,
 unknown piece maps to `<UNK>`. Learnt models use the identity normaliser and
 byte fallback, so `decode(encode(words)) == words`; a user's model decodes as
 its normaliser allows (e.g. NFKC folds some characters). Whitespace inside a
-word (and `\\`) is escaped before encoding, as `syntax_t2t.data.subwords` does.
+word (and `\\` and `▁`) is escaped before encoding, as
+`syntax_t2t.data.subwords` does.
 
 Saved form: the serialized model proto, written atomically to the
 vocabulary's path.
@@ -40,9 +41,10 @@ from syntax_t2t.io_utils import atomic_write
 PathLike = Union[str, os.PathLike]
 
 WORD_START = "\u2581"  # ▁
-# SentencePiece splits at whitespace: inside a word it is escaped as WordPiece
-# escapes (`\\`, `\<code point>;`), so a word stays one word.
-_TO_ESCAPE = re.compile(r"[\\\s]")
+# SentencePiece splits at whitespace and reads `▁` as whitespace: inside a
+# word both are escaped as WordPiece escapes (`\\`, `\<code point>;`), so a
+# word stays one word and a `▁` in it comes back as itself.
+_TO_ESCAPE = re.compile(r"[\\\s\u2581]")
 MODEL_TYPES = ("unigram", "bpe")
 _OFFSET = len(RESERVED_TOKENS)
 
