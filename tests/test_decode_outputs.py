@@ -58,7 +58,8 @@ def teacher_forced_log_probs(workspace, source, target_tokens, with_eos=True, ru
     inputs = vocabularies["inputs"].encode(source.split()) + [EOS_ID]
     targets = vocabularies["targets"].encode(list(target_tokens)) + ([EOS_ID] if with_eos else [])
     logits = workspace["models"][run]({"inputs": tf.constant([inputs]),
-                                 "targets": tf.constant([targets])}, training=False)["logits"]
+                                       "targets": tf.constant([targets])},
+                                      training=False)["logits"]
     log_probs = tf.nn.log_softmax(logits[0], axis=-1).numpy()
     return log_probs[np.arange(len(targets)), targets]
 
@@ -104,7 +105,10 @@ def test_nbest_lists_hold_every_beam_with_the_search_score(workspace, run):
             penalty = float(length_penalty(len(tokens) + finished, ALPHA))
             assert score == pytest.approx(log_prob / penalty, abs=2e-5), hypothesis
     # Both kinds of hypothesis are checked: mostly ended, or all cut off.
-    assert True in kinds if run == "ending" else kinds == {False}
+    if run == "ending":
+        assert True in kinds
+    else:
+        assert kinds == {False}
 
 
 @pytest.mark.parametrize("run", ["ending", "unending"])
