@@ -1,16 +1,20 @@
 """`bin/grid`: experiments, their checks, the run plan, and the whole grid end to end."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from syntax_t2t import registry
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import runner
-from syntax_t2t.grid.experiment import Experiment, System
+from syntax_t2t.grid import report, runner
+from syntax_t2t.grid.experiment import Experiment, ParseTest, System
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -94,11 +98,106 @@ def test_a_run_directory_of_another_configuration_is_refused(tmp_path):
     assert (Path(run.directory) / runner.STATE_FILE).read_text() == before
 
 
+def test_the_report_says_where_each_unfinished_run_stands(tmp_path):
+    experiment = _experiment(parse_tests=[ParseTest("pud", "{data_dir}/gold.conllu")])
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path), {"data_dir": str(tmp_path)})
+    base1, parse1, base2, *_ = runner.plan(experiment, str(tmp_path))
+    # base/seed1: evaluated twice while training, the first evaluation the better.
+    grid.claim(base1)
+    (Path(base1.directory) / "train.log").write_text("$ bin/train ...\n")
+    (Path(base1.directory) / "validation.json").write_text(json.dumps({
+        "evaluations": [{"step": 500, "bleu": 12.5}, {"step": 1000, "bleu": 11.0}],
+        "best": {"step": 500, "metric": "bleu", "value": 12.5}, "stopped_early": None}))
+    # parse/seed1: trained; its parse test and scoring are left.
+    state = grid.claim(parse1)
+    state["done"]["train"] = True
+    runner.write_json(os.path.join(parse1.directory, runner.STATE_FILE), state)
+    assert grid.progress(base1) == {
+        "run": "base/seed1", "stage": "training", "stages_left": ["train", "score"],
+        "step": 1000, "best": {"step": 500, "metric": "bleu", "value": 12.5}}
+    assert grid.progress(parse1) == {"run": "parse/seed1", "stage": "testing",
+                                     "stages_left": ["parse:pud", "score"]}
+    grid.claim(base2)  # claimed by a task, not started yet
+    assert grid.progress(base2) == {"run": "base/seed2", "stage": "not started"}
+    built = report.build(grid, runner.plan(experiment, str(tmp_path)), "bin/grid ...")
+    assert (built["runs"]["total"], built["runs"]["finished"]) == (5, 0)
+    text = report.markdown(built, experiment)
+    assert "**0 of 5 runs finished**" in text
+    assert "| base/seed1 | training | 1000 | 500 (12.50) | train, score |" in text
+    assert "| parse/seed1 | testing |  |  | parse:pud, score |" in text
+    assert "| parse/seed3 | not started |  |  |  |" in text
+
+
 def test_unknown_path_fields_are_named(tmp_path):
     grid = runner.GridRunner(_experiment(), "toy", str(tmp_path), {"data_dir": "D"})
     assert grid.path("{data_dir}/{problem}-test.ref.txt") == "D/synthetic_syntax_reorder-test.ref.txt"
     with pytest.raises(experiment_lib.ExperimentError, match="'{treebank_dir}/x'.*treebank_dir"):
         grid.path("{treebank_dir}/x")
+
+
+# A program that, like bin/train, stops cleanly on its first SIGINT/SIGTERM:
+# it takes a while to "save", then records how many signals reached it.
+_CLEAN_STOPPER = textwrap.dedent("""
+    import os, signal, sys, time
+    from pathlib import Path
+    out = Path(sys.argv[1])
+    received = []
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda n, frame: received.append(n))
+    (out / "ready").write_text(str(os.getpid()))
+    while not received:
+        time.sleep(0.01)
+    time.sleep(0.5)
+    (out / "saved").write_text(" ".join(str(n) for n in received))
+    sys.exit(128 + received[0])
+""")
+
+# bin/grid's handling of an interrupted stage, around one program call.
+_GRID_DRIVER = textwrap.dedent("""
+    import sys, types
+    from syntax_t2t.grid import runner
+    out = sys.argv[1]
+    grid = runner.GridRunner(types.SimpleNamespace(problem="p"), "toy", out, {"data_dir": out})
+    try:
+        grid._call(runner.Run(None, 0, out), [sys.executable, out + "/stopper.py", out], "x.log")
+    except runner.GridInterrupted as interrupted:
+        print(f"stopped: {interrupted}", file=sys.stderr)
+        sys.exit(interrupted.exit_status)
+""")
+
+
+@pytest.mark.parametrize("number,whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_a_stopped_grid_lets_its_program_stop_cleanly(tmp_path, number, whole_group):
+    """Ctrl-C (SIGINT to the terminal's process group) or SIGTERM to the grid
+    alone: the running program gets the signal exactly once, the grid waits
+    for it to finish saving, and exits with 128 + the signal's number."""
+    (tmp_path / "stopper.py").write_text(_CLEAN_STOPPER)
+    driver = subprocess.Popen([sys.executable, "-c", _GRID_DRIVER, str(tmp_path)],
+                              stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+    ready = tmp_path / "ready"
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), driver.stderr.read()
+        time.sleep(0.2)  # the driver's handlers are installed right after the start
+        if whole_group:
+            os.killpg(driver.pid, number)
+        else:
+            os.kill(driver.pid, number)
+        _, stderr = driver.communicate(timeout=60)
+        assert (tmp_path / "saved").read_text() == str(int(number))
+        assert driver.returncode == 128 + number
+        assert f"stopped by {signal.Signals(number).name} while" in stderr
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        if ready.exists():  # never leave the program running
+            try:
+                os.kill(int(ready.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
 
 
 def _grid(data_dir, output_dir, *extra):
@@ -118,6 +217,8 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     # A first, partial grid: only the baseline's first seed (an interrupted grid).
     first = _grid(data_dir, grid_dir, "--systems=transformer", "--seeds=1")
     assert first.returncode == 0, first.stderr[-3000:]
+    partial = (grid_dir / "results.md").read_text()
+    assert "**1 of 4 runs finished**" in partial and "| dep_parse/seed2 | not started |" in partial
     finished = grid_dir / "runs" / "transformer" / "seed1"
     stamp = {name: (finished / name).stat().st_mtime_ns
              for name in ("train.log", "scores.json", "tests/test.hyp")}
@@ -134,6 +235,7 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     assert set(rows["dep_parse"]["per_seed_bootstrap_p"]) == {"1", "2"}
     assert set(report["parse_tests"]["test_trees"]["systems"]) == {"dep_parse"}
     markdown = (grid_dir / "results.md").read_text()
+    assert "Runs not finished" not in markdown
     assert "| dep_parse | 2 |" in markdown and "bin/grid --experiment=synthetic_reorder_smoke" in markdown
     for png in ("bleu_test.png", "learning_curves.png"):
         assert (grid_dir / png).stat().st_size > 1000

@@ -12,7 +12,8 @@ restrict the runs; `--problem_options` must match the data's (as for
 bin/train) and is passed on to every program; `--num_tasks=N --task_id=I` gives this process every N-th
 run, so that N machines (or GPUs) sharing `G` split the grid; each task
 writes the report of whatever has finished so far (`--report_only` just
-writes it).
+writes it). Ctrl-C or SIGTERM stops the grid cleanly: the running program is
+let stop (bin/train saves a checkpoint first), and the same command resumes.
 
 Everything that can be checked is checked before anything trains: the
 experiment's problem, models, hparams sets and overrides (each model is
@@ -102,7 +103,11 @@ def main(argv):
             grid_runner.claim(run)
         for number, run in enumerate(mine, start=1):
             logging.info("run %d of %d: %s", number, len(mine), run.name)
-            grid_runner.execute(run)
+            try:
+                grid_runner.execute(run)
+            except runner.GridInterrupted as interrupted:
+                print(f"stopped: {interrupted}", file=sys.stderr)
+                sys.exit(interrupted.exit_status)
             report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
     written = report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
     finished = sum(len(system["runs"]) for system in written["systems"].values())

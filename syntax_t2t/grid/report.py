@@ -8,7 +8,9 @@ means against the baseline with the seed-aware significance test
 (`evaluation/seed_significance.py`, all seeds of both systems) and, per seed
 that both systems have, sacreBLEU's paired bootstrap of that pair; the parse
 heads' UAS/LAS on gold trees beside the teacher parser's; steps, training
-wall time and target tokens/s of each run.
+wall time and target tokens/s of each run; and where each unfinished run
+stands (not started, training with its newest evaluation and best so far, or
+testing, with the stages left).
 """
 
 import os
@@ -90,6 +92,10 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
                 row["per_seed_bootstrap_p"] = per_seed
             rows[name] = row
         report["tests"][test.name] = rows
+    scored = {run.name for entries in collected.values() for run, _ in entries}
+    report["runs"] = {"total": len(runs), "finished": len(scored),
+                      "unfinished": [grid_runner.progress(run) for run in runs
+                                     if run.name not in scored]}
     for test in experiment.parse_tests:
         heads = {name: [scores["parse"][test.name]["UAS"] for _, scores in entries
                         if test.name in scores.get("parse", {})]
@@ -109,7 +115,9 @@ def markdown(report, experiment):
     lines += ["```sh", report["command"], "```", "",
               f"Problem `{report['problem']}`, hparams set `{report['hparams_set']}`, tested "
               f"checkpoint: {report['checkpoint']}, decoding `{report['decode_hparams']}`. "
-              f"Baseline: `{report['baseline']}`.", ""]
+              f"Baseline: `{report['baseline']}`.", "",
+              f"**{report['runs']['finished']} of {report['runs']['total']} runs finished** "
+              "(the rest: the last section).", ""]
     for test, rows in report["tests"].items():
         lines += [f"## {test}: translation", "",
                   "| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
@@ -151,6 +159,19 @@ def markdown(report, experiment):
               "`syntax_t2t/evaluation/seed_significance.py`), 'p per seed' sacreBLEU's paired "
               "bootstrap of the two systems' runs with the same seed. Settings were chosen on "
               "the dev set; test scores are reported once.", ""]
+    unfinished = report["runs"]["unfinished"]
+    if unfinished:
+        lines += ["## Runs not finished", "",
+                  "As the files stood when this report was written (`bin/grid --report_only` "
+                  "writes it afresh).", "",
+                  f"| run | stage | evaluated to step | best step (dev "
+                  f"{experiment.best_checkpoint_metric}) | stages left |", "|---|---|---|---|---|"]
+        for entry in unfinished:
+            best = entry.get("best")
+            lines.append(f"| {entry['run']} | {entry['stage']} | {entry.get('step', '')} | "
+                         + (f"{best['step']} ({best['value']:.2f})" if best else "")
+                         + f" | {', '.join(entry.get('stages_left', []))} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -20,13 +20,23 @@ program succeeded, so an interrupted grid redoes the interrupted stage (a
 training stage resumes from the run's newest checkpoint) and nothing that
 finished. `grid.json` also records the run's configuration: a directory
 holding another configuration is refused, never overwritten.
+
+Stopping a grid: SIGINT (Ctrl-C) or SIGTERM to `bin/grid` is passed on, once
+per signal received, to the program it is running, and the grid waits for
+that program to stop: bin/train then saves a checkpoint at the step it
+reached, as it does when run by hand. Programs run in a session of their
+own, so a terminal's Ctrl-C reaches them only through the grid (never
+twice, which would mean "stop at once, without saving"), and a signal sent
+to the grid alone does not leave them running on.
 """
 
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +54,65 @@ SCORES_FILE = "scores.json"
 
 class GridError(RuntimeError):
     """A stage of a run failed, or a run directory belongs to another configuration."""
+
+
+class GridInterrupted(GridError):
+    """The grid was stopped by a signal while one of its programs ran.
+
+    Attributes:
+        signal_number: the first signal received.
+    """
+
+    def __init__(self, signal_number, run_name, program, log_path):
+        self.signal_number = signal_number
+        super().__init__(
+            f"stopped by {signal.Signals(signal_number).name} while {run_name} ran {program} "
+            f"(it was let stop cleanly; see {log_path}); run the same command again to resume")
+
+    @property
+    def exit_status(self):
+        """The shell's status for a process ended by this signal: 128 + its number."""
+        return 128 + int(self.signal_number)
+
+
+class PassedOnSignals:
+    """While a child program runs: SIGINT and SIGTERM are sent on to it, not acted on.
+
+    Handlers can only be installed from the main thread; elsewhere the
+    signals keep their usual effect.
+
+    Args:
+        process: the child's `subprocess.Popen`.
+
+    Attributes:
+        received: the first signal received, or None.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, process):
+        self.process = process
+        self.received = None
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for number in self.SIGNALS:
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc_info):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        return False
+
+    def _handle(self, number, frame):
+        if self.received is None:
+            self.received = number
+        logging.warning("received %s: passed on to the running program; waiting for it to stop",
+                        signal.Signals(number).name)
+        if self.process.poll() is None:
+            self.process.send_signal(number)
 
 
 def tool_command(name):
@@ -185,14 +254,19 @@ class GridRunner:
         """Runs a program, its output appended to the run's log; raises `GridError` on failure."""
         log_path = os.path.join(run.directory, log_name)
         logging.info("%s: %s", run.name, " ".join(command))
+        program = command[1] if len(command) > 1 else command[0]
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n$ {' '.join(command)}\n")
             log.flush()
-            result = subprocess.run(command + self.extra_flags, stdout=log, stderr=log,
-                                    stdin=subprocess.DEVNULL)
-        if result.returncode != 0:
-            raise GridError(f"{run.name}: {command[1] if len(command) > 1 else command[0]} exited "
-                            f"with status {result.returncode}; see {log_path}")
+            with subprocess.Popen(command + self.extra_flags, stdout=log, stderr=log,
+                                  stdin=subprocess.DEVNULL, start_new_session=True) as process:
+                with PassedOnSignals(process) as signals:
+                    returncode = process.wait()
+        if signals.received is not None:
+            raise GridInterrupted(signals.received, run.name, program, log_path)
+        if returncode != 0:
+            raise GridError(f"{run.name}: {program} exited with status {returncode}; "
+                            f"see {log_path}")
 
     def train(self, run, state):
         """bin/train of the run: starts it, or resumes it from its newest checkpoint."""
@@ -281,28 +355,54 @@ class GridRunner:
         problem = registry.problem(self.experiment.problem)
         return (problem.completion_record(self.data_dir) or {}).get("options", {})
 
-    def execute(self, run):
-        """Does every stage of `run` that is not done yet."""
-        state = self.claim(run)
-        state.setdefault("done", {})
-        self._stage(run, state, "train", lambda: self.train(run, state))
+    def stages(self, run, state):
+        """`[(key, action)]`: the stages of `run` in order; `grid.json` marks the done keys."""
+        stages = [("train", lambda: self.train(run, state))]
         if self.experiment.checkpoint == "average":
-            self._stage(run, state, "average", lambda: self.average(run))
+            stages.append(("average", lambda: self.average(run)))
         for test in self.experiment.translation_tests:
-            self._stage(run, state, f"decode:{test.name}", lambda: self.decode_test(run, test))
+            stages.append((f"decode:{test.name}", lambda test=test: self.decode_test(run, test)))
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
-                self._stage(run, state, f"parse:{test.name}", lambda: self.parse_test(run, test))
-        self._stage(run, state, "score", lambda: write_json(
-            os.path.join(run.directory, SCORES_FILE), self.score(run, state)))
+                stages.append((f"parse:{test.name}", lambda test=test: self.parse_test(run, test)))
+        stages.append(("score", lambda: write_json(os.path.join(run.directory, SCORES_FILE),
+                                                   self.score(run, state))))
+        return stages
 
-    def _stage(self, run, state, key, action):
-        """Runs `action` unless stage `key` is done; marks it done once it succeeded."""
-        if state["done"].get(key):
-            return
-        action()
-        state["done"][key] = True
-        self._save_state(run, state)
+    def execute(self, run):
+        """Does every stage of `run` that is not done yet; marks each done once it succeeded."""
+        state = self.claim(run)
+        state.setdefault("done", {})
+        for key, action in self.stages(run, state):
+            if not state["done"].get(key):
+                action()
+                state["done"][key] = True
+                self._save_state(run, state)
+
+    def progress(self, run):
+        """Where an unfinished run stands, from its files (nothing is started or claimed).
+
+        Returns:
+            `{"run", "stage"}` with `stage` one of "not started", "training"
+            or "testing"; then `"stages_left"` (the keys not done yet), and,
+            once it has been evaluated, `"step"` (the newest evaluated step)
+            and `"best"` (the best checkpoint's step, metric and value).
+        """
+        state = read_json(os.path.join(run.directory, STATE_FILE))
+        history = (validation.read_history(run.directory) if os.path.isdir(run.directory)
+                   else None)
+        done = (state or {}).get("done", {})
+        # A task claims all its runs before the first trains: a claim is not a start.
+        started = done or os.path.exists(os.path.join(run.directory, "train.log"))
+        if not (started or (history and history["evaluations"])):
+            return {"run": run.name, "stage": "not started"}
+        left = [key for key, _ in self.stages(run, state or {}) if not done.get(key)]
+        result = {"run": run.name, "stage": "training" if "train" in left else "testing",
+                  "stages_left": left}
+        if history and history["evaluations"]:
+            result["step"] = history["evaluations"][-1]["step"]
+            result["best"] = history.get("best")
+        return result
 
     # Scores ------------------------------------------------------------------
 
