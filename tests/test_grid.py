@@ -1,5 +1,6 @@
 """`bin/grid`: experiments, their checks, the run plan, and the whole grid end to end."""
 
+import fcntl
 import json
 import os
 import signal
@@ -96,6 +97,21 @@ def test_a_run_directory_of_another_configuration_is_refused(tmp_path):
     with pytest.raises(runner.GridError, match="another configuration .*train_steps"):
         other.claim(run)
     assert (Path(run.directory) / runner.STATE_FILE).read_text() == before
+
+
+def test_a_run_another_process_works_on_is_skipped(tmp_path, monkeypatch):
+    grid = runner.GridRunner(_experiment(), "toy", str(tmp_path), {"data_dir": str(tmp_path)})
+    run = runner.plan(grid.experiment, str(tmp_path))[0]
+    done = []
+    monkeypatch.setattr(grid, "stages", lambda run, state: [("train", lambda: done.append(1))])
+    os.makedirs(run.directory)
+    with open(os.path.join(run.directory, runner.LOCK_FILE), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as another bin/grid would
+        assert grid.execute(run) is False
+        assert done == [] and not (Path(run.directory) / runner.STATE_FILE).exists()
+    assert grid.execute(run) is True and done == [1]
+    assert grid.claim(run)["done"] == {"train": True}
+    assert grid.execute(run) is True and done == [1]  # nothing is redone
 
 
 def test_the_report_says_where_each_unfinished_run_stands(tmp_path):

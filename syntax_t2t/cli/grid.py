@@ -98,21 +98,26 @@ def main(argv):
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
+    skipped = []
     if not FLAGS.report_only:
         for run in mine:  # refuse a foreign directory before anything trains
             grid_runner.claim(run)
         for number, run in enumerate(mine, start=1):
             logging.info("run %d of %d: %s", number, len(mine), run.name)
             try:
-                grid_runner.execute(run)
+                if not grid_runner.execute(run):
+                    skipped.append(run.name)
+                    continue
             except runner.GridInterrupted as interrupted:
                 print(f"stopped: {interrupted}", file=sys.stderr)
                 sys.exit(interrupted.exit_status)
             report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
     written = report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
-    finished = sum(len(system["runs"]) for system in written["systems"].values())
+    finished = written["runs"]["finished"]
     print(f"{finished} of {len(everything)} runs finished; report in "
           f"{FLAGS.output_dir}/results.md")
+    if skipped:
+        print(f"skipped (another bin/grid process is running them): {', '.join(skipped)}")
 
 
 def run():

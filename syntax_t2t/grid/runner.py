@@ -4,6 +4,7 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
 
     G/runs/<system>/seed<k>/          a bin/train run directory, plus
         grid.json                     what defines the run, and which stages are done
+        grid.lock                     held by the process working on the run
         train.log                     bin/train's output, appended per invocation
         tests/<test>.hyp              test translations of the chosen checkpoint
         tests/<parse test>.conllu     the parse head's trees of gold-treebank words
@@ -28,9 +29,16 @@ reached, as it does when run by hand. Programs run in a session of their
 own, so a terminal's Ctrl-C reaches them only through the grid (never
 twice, which would mean "stop at once, without saving"), and a signal sent
 to the grid alone does not leave them running on.
+
+Two grid processes never work on one run at once: a run is done under an
+exclusive lock on `grid.lock` in its directory, and a process that finds it
+held skips the run (the lock goes with the process that held it, however it
+ended). So a second `bin/grid` on the same `G`, by mistake or to put some
+runs first (`--systems`, `--seeds`), cannot train a run twice.
 """
 
 import dataclasses
+import fcntl
 import json
 import os
 import signal
@@ -50,6 +58,7 @@ from syntax_t2t.training import progress, validation
 
 STATE_FILE = "grid.json"
 SCORES_FILE = "scores.json"
+LOCK_FILE = "grid.lock"
 
 
 class GridError(RuntimeError):
@@ -370,14 +379,26 @@ class GridRunner:
         return stages
 
     def execute(self, run):
-        """Does every stage of `run` that is not done yet; marks each done once it succeeded."""
-        state = self.claim(run)
-        state.setdefault("done", {})
-        for key, action in self.stages(run, state):
-            if not state["done"].get(key):
-                action()
-                state["done"][key] = True
-                self._save_state(run, state)
+        """Does every stage of `run` that is not done yet; marks each done once it succeeded.
+
+        Returns:
+            False, doing nothing, when another process holds the run's lock.
+        """
+        os.makedirs(run.directory, exist_ok=True)
+        with open(os.path.join(run.directory, LOCK_FILE), "a", encoding="utf-8") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logging.warning("%s: skipped, another bin/grid process is running it", run.name)
+                return False
+            state = self.claim(run)  # read under the lock: the other process may have moved on
+            state.setdefault("done", {})
+            for key, action in self.stages(run, state):
+                if not state["done"].get(key):
+                    action()
+                    state["done"][key] = True
+                    self._save_state(run, state)
+        return True
 
     def progress(self, run):
         """Where an unfinished run stands, from its files (nothing is started or claimed).
