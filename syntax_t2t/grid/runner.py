@@ -44,7 +44,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -55,6 +54,7 @@ from syntax_t2t.evaluation import attachment, translation
 from syntax_t2t.grid.experiment import ExperimentError
 from syntax_t2t.models.parse_head import SupervisedHeadLosses
 from syntax_t2t.training import progress, validation
+from syntax_t2t.training.stop_signals import StopSignals
 
 STATE_FILE = "grid.json"
 SCORES_FILE = "scores.json"
@@ -84,11 +84,11 @@ class GridInterrupted(GridError):
         return 128 + int(self.signal_number)
 
 
-class PassedOnSignals:
+class PassedOnSignals(StopSignals):
     """While a child program runs: SIGINT and SIGTERM are sent on to it, not acted on.
 
-    Handlers can only be installed from the main thread; elsewhere the
-    signals keep their usual effect.
+    Each signal received is passed on (a second one means "stop at once" to
+    bin/train), and the grid keeps waiting for the program to end.
 
     Args:
         process: the child's `subprocess.Popen`.
@@ -97,23 +97,9 @@ class PassedOnSignals:
         received: the first signal received, or None.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
     def __init__(self, process):
+        super().__init__()
         self.process = process
-        self.received = None
-        self._previous = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for number in self.SIGNALS:
-                self._previous[number] = signal.signal(number, self._handle)
-        return self
-
-    def __exit__(self, *exc_info):
-        for number, handler in self._previous.items():
-            signal.signal(number, handler)
-        return False
 
     def _handle(self, number, frame):
         if self.received is None:
