@@ -116,8 +116,8 @@ def markdown(report, experiment):
               f"Problem `{report['problem']}`, hparams set `{report['hparams_set']}`, tested "
               f"checkpoint: {report['checkpoint']}, decoding `{report['decode_hparams']}`. "
               f"Baseline: `{report['baseline']}`.", "",
-              f"**{report['runs']['finished']} of {report['runs']['total']} runs finished** "
-              "(the rest: the last section).", ""]
+              f"**{report['runs']['finished']} of {report['runs']['total']} runs finished**"
+              + (" (the rest: the last section)." if report["runs"]["unfinished"] else "."), ""]
     for test, rows in report["tests"].items():
         lines += [f"## {test}: translation", "",
                   "| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "

@@ -395,19 +395,19 @@ class GridRunner:
             once it has been evaluated, `"step"` (the newest evaluated step)
             and `"best"` (the best checkpoint's step, metric and value).
         """
-        state = read_json(os.path.join(run.directory, STATE_FILE))
-        history = (validation.read_history(run.directory) if os.path.isdir(run.directory)
-                   else None)
-        done = (state or {}).get("done", {})
+        state = read_json(os.path.join(run.directory, STATE_FILE), {})
+        history = validation.read_history(run.directory)  # empty when there is no file
+        evaluations = history["evaluations"]
+        done = state.get("done", {})
         # A task claims all its runs before the first trains: a claim is not a start.
-        started = done or os.path.exists(os.path.join(run.directory, "train.log"))
-        if not (started or (history and history["evaluations"])):
+        started = bool(done) or os.path.exists(os.path.join(run.directory, "train.log"))
+        if not (started or evaluations):
             return {"run": run.name, "stage": "not started"}
-        left = [key for key, _ in self.stages(run, state or {}) if not done.get(key)]
+        left = [key for key, _ in self.stages(run, state) if not done.get(key)]
         result = {"run": run.name, "stage": "training" if "train" in left else "testing",
                   "stages_left": left}
-        if history and history["evaluations"]:
-            result["step"] = history["evaluations"][-1]["step"]
+        if evaluations:
+            result["step"] = evaluations[-1]["step"]
             result["best"] = history.get("best")
         return result
 
