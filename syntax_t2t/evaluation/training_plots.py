@@ -25,16 +25,44 @@ def _panels(runs):
     return present
 
 
+#: Line styles of a system's runs (its seeds), in the order of their names.
+SEED_STYLES = ("-", "--", ":", "-.")
+
+
+def _styles(names, systems):
+    """`{run name: (colour, line style)}`: a colour per system, a line style per run of it.
+
+    More systems than the default cycle's ten colours take tab20's (its ten
+    dark shades first, then the light ones), so that no two systems of a
+    grid share one.
+    """
+    systems = systems or {}
+    groups = {}
+    for name in sorted(names):
+        groups.setdefault(systems.get(name, name), []).append(name)
+    if len(groups) <= 10:
+        palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    else:
+        shades = plt.get_cmap("tab20").colors
+        palette = list(shades[0::2]) + list(shades[1::2])
+    return {name: (palette[index % len(palette)], SEED_STYLES[rank % len(SEED_STYLES)])
+            for index, group in enumerate(groups) for rank, name in enumerate(groups[group])}
+
+
 def plot_learning_curves(runs: dict, path, title: str = "",
-                         best_steps: Optional[dict] = None) -> None:
+                         best_steps: Optional[dict] = None,
+                         systems: Optional[dict] = None) -> None:
     """One panel per metric, one line per run.
 
     Args:
         runs: `{run name: [evaluation dicts with "step" and metric keys]}`.
         path: the PNG to write.
         title: the figure's title.
-        best_steps: `{run name: step}` marked by a dashed line (the step of
-            the checkpoint kept as best).
+        best_steps: `{run name: step}`, the step of the checkpoint kept as
+            best, ringed on each of the run's lines.
+        systems: `{run name: system}`: a system's runs (its seeds) share a
+            colour and differ in line style. Without it every run is a
+            system of its own.
 
     Raises:
         ValueError: no evaluation has any of the plotted metrics.
@@ -42,27 +70,31 @@ def plot_learning_curves(runs: dict, path, title: str = "",
     panels = _panels(runs)
     best_steps = best_steps or {}
     figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False)
-    # One colour per run in every panel, though a panel may lack some runs
-    # (a parse UAS panel has no line for a model without a parse head).
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colours = {name: cycle[index % len(cycle)] for index, name in enumerate(sorted(runs))}
+    # The same colour and style for a run in every panel, though a panel may
+    # lack some runs (no parse UAS line for a model without a parse head).
+    styles = _styles(runs, systems)
     handles = {}
     for axis, (key, label) in zip(axes[0], panels):
         for name, evaluations in sorted(runs.items()):
             points = [(entry["step"], entry[key]) for entry in evaluations if key in entry]
-            if points:
-                steps, values = zip(*points)
-                handles[name], = axis.plot(steps, values, marker=".", label=name,
-                                           color=colours[name])
-                if best_steps.get(name) is not None:
-                    axis.axvline(best_steps[name], color=colours[name], linestyle="--",
-                                 linewidth=0.8)
+            if not points:
+                continue
+            colour, style = styles[name]
+            steps, values = zip(*points)
+            handles[name], = axis.plot(steps, values, marker=".", markersize=4, label=name,
+                                       color=colour, linestyle=style, linewidth=1.2)
+            if best_steps.get(name) in steps:
+                # A ring on the line, not a vertical rule: a dozen rules hide the curves.
+                axis.plot([best_steps[name]], [values[steps.index(best_steps[name])]],
+                          marker="o", markersize=8, fillstyle="none", color=colour,
+                          linestyle="none")
         axis.set_xlabel("step")
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)
     if len(runs) > 1:
-        axes[0][0].legend([handles[name] for name in sorted(handles)], sorted(handles),
-                          fontsize="x-small", loc="best")
+        # Beside the panels: inside one, a grid's legend covers its curves.
+        axes[0][-1].legend([handles[name] for name in sorted(handles)], sorted(handles),
+                           fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         figure.suptitle(title)
     _save(figure, path)

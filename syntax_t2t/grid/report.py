@@ -195,13 +195,14 @@ def write(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
         if rows:
             plot_system_scores({name: row["BLEU"] for name, row in rows.items()},
                                os.path.join(output_dir, f"bleu_{test}.png"))
-    curves, best_steps = {}, {}
+    curves, best_steps, systems = {}, {}, {}
     for run in runs:
         history = validation.read_history(run.directory) if os.path.isdir(run.directory) else None
         if history and history["evaluations"]:
             curves[run.name] = history["evaluations"]
             best_steps[run.name] = (history.get("best") or {}).get("step")
+            systems[run.name] = run.system.name
     if curves:
         plot_learning_curves(curves, os.path.join(output_dir, "learning_curves.png"),
-                             title=grid_runner.name, best_steps=best_steps)
+                             title=grid_runner.name, best_steps=best_steps, systems=systems)
     return report
