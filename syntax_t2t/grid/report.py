@@ -197,8 +197,8 @@ def write(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
                                os.path.join(output_dir, f"bleu_{test}.png"))
     curves, best_steps, systems = {}, {}, {}
     for run in runs:
-        history = validation.read_history(run.directory) if os.path.isdir(run.directory) else None
-        if history and history["evaluations"]:
+        history = validation.read_history(run.directory)  # empty when there is no file
+        if history["evaluations"]:
             curves[run.name] = history["evaluations"]
             best_steps[run.name] = (history.get("best") or {}).get("step")
             systems[run.name] = run.system.name
