@@ -114,6 +114,80 @@ def test_a_run_another_process_works_on_is_skipped(tmp_path, monkeypatch):
     assert grid.execute(run) is True and done == [1]  # nothing is redone
 
 
+def _finished_source_run(grid_dir, experiment, train_done=True):
+    """A run of `experiment` in `grid_dir` as bin/grid leaves it, with stand-in files."""
+    grid = runner.GridRunner(experiment, "short", str(grid_dir), {"data_dir": str(grid_dir)})
+    run = runner.plan(experiment, str(grid_dir))[0]
+    state = grid.claim(run)
+    state["done"] = {"train": train_done, "decode:test": train_done, "score": train_done}
+    state["wall_seconds"] = 120.0
+    grid._save_state(run, state)
+    directory = Path(run.directory)
+    for name in ("ckpt-300.index", "checkpoint", "validation.json", "train.log",
+                 "best/checkpoint", "tests/test.hyp", runner.SCORES_FILE, runner.LOCK_FILE):
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(name)
+    return run
+
+
+def test_a_larger_budget_continues_the_runs_of_a_smaller_one(tmp_path):
+    short = _experiment(train_steps=300, early_stopping_patience=2)
+    source = _finished_source_run(tmp_path / "short", short)
+    longer = runner.GridRunner(_experiment(train_steps=600, early_stopping_patience=0), "long",
+                               str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
+    run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
+    assert run.name == source.name
+    assert longer.continue_from(run, str(tmp_path / "short")) is True
+    copied = Path(run.directory)
+    assert sorted(str(path.relative_to(copied)) for path in copied.rglob("*") if path.is_file()) \
+        == ["best/checkpoint", "checkpoint", "ckpt-300.index", runner.STATE_FILE, "train.log",
+            "validation.json"]
+    state = longer.claim(run)  # this grid's configuration: accepted
+    assert state["config"]["train_steps"] == 600 and state["done"] == {}
+    assert state["wall_seconds"] == 120.0
+    assert state["continued_from"] == os.path.abspath(source.directory)
+    assert not list((tmp_path / "long" / "runs" / "base").glob("*.partial-*"))
+    # Already there: left alone.
+    (copied / "train.log").write_text("went on")
+    assert longer.continue_from(run, str(tmp_path / "short")) is True
+    assert (copied / "train.log").read_text() == "went on"
+    # A seed the source grid never ran trains from scratch.
+    unseen = runner.Run(run.system, 7, str(tmp_path / "long" / "runs" / "base" / "seed7"))
+    assert longer.continue_from(unseen, str(tmp_path / "short")) is True
+    assert not os.path.exists(unseen.directory)
+
+
+def test_a_run_still_training_in_the_source_grid_is_not_started(tmp_path):
+    short = _experiment(train_steps=300, early_stopping_patience=2)
+    _finished_source_run(tmp_path / "short", short, train_done=False)
+    longer = runner.GridRunner(_experiment(train_steps=600, early_stopping_patience=0), "long",
+                               str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
+    run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
+    assert longer.continue_from(run, str(tmp_path / "short")) is False
+    assert not os.path.exists(run.directory)
+
+
+@pytest.mark.parametrize("theirs,ours,match", [
+    (dict(systems=[System("base", "transformer", "dropout=0.3")]), {}, r"differs in hparams"),
+    (dict(train_steps=900), {}, r"train_steps \(900 there, 600 here\)"),
+    (dict(early_stopping_patience=3), dict(early_stopping_patience=2),
+     r"early_stopping_patience \(3 there, 2 here\)"),
+    (dict(early_stopping_patience=0), dict(early_stopping_patience=4),
+     r"early_stopping_patience \(0 there, 4 here\)"),
+])
+def test_a_source_run_that_is_not_the_start_of_this_one_is_refused(tmp_path, theirs, ours, match):
+    source = _experiment(**{"train_steps": 300, "early_stopping_patience": 2, **theirs})
+    _finished_source_run(tmp_path / "short", source)
+    longer = runner.GridRunner(
+        _experiment(**{"train_steps": 600, "early_stopping_patience": 0, **ours}), "long",
+        str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
+    run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
+    with pytest.raises(runner.GridError, match="--continue_from: .*seed1 is not the start of "
+                                               f"base/seed1 under this budget .*{match}"):
+        longer.continue_from(run, str(tmp_path / "short"))
+    assert not os.path.exists(run.directory)
+
+
 def test_the_report_says_where_each_unfinished_run_stands(tmp_path):
     experiment = _experiment(parse_tests=[ParseTest("pud", "{data_dir}/gold.conllu")])
     grid = runner.GridRunner(experiment, "toy", str(tmp_path), {"data_dir": str(tmp_path)})

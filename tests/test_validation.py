@@ -59,8 +59,30 @@ def test_bleu_is_higher_better_and_patience_survives_a_resume(tmp_path):
     _, stop = second.after_evaluation(500, {"uas": 0.69}, None)
     assert stop and second.stopped_early == 500
     assert calls == [100, 200]
-    # A run that stopped early stays stopped.
+    # A run that stopped early stays stopped under the same patience...
     assert _validation(tmp_path, calls, metric="uas", patience=3).stopped_early == 500
+    assert _validation(tmp_path, calls, metric="uas", patience=2).stopped_early == 500
+
+
+def test_a_patience_that_would_not_have_stopped_the_run_lets_it_train_on(tmp_path):
+    calls = []
+    first = _validation(tmp_path, calls, metric="bleu", patience=2,
+                        dev_translation=lambda model: {})
+    for step, bleu in ((100, 10.0), (200, 12.0), (300, 11.0), (400, 11.5)):
+        _, stop = first.after_evaluation(step, {"bleu": bleu}, None)
+    assert stop and first.stopped_early == 400
+    # No patience, or more than the two evaluations it went without improving: trains on.
+    assert _validation(tmp_path, calls, metric="bleu", patience=0,
+                       dev_translation=lambda model: {}).stopped_early is None
+    longer = _validation(tmp_path, calls, metric="bleu", patience=3,
+                         dev_translation=lambda model: {})
+    assert longer.stopped_early is None
+    _, stop = longer.after_evaluation(500, {"bleu": 11.8}, None)
+    assert stop and longer.stopped_early == 500
+    state = json.loads((tmp_path / "validation.json").read_text())
+    assert state["stopped_early"] == 500 and state["best"]["step"] == 200
+    assert [entry["step"] for entry in state["evaluations"]] == [100, 200, 300, 400, 500]
+    assert calls == [100, 200]
 
 
 def test_an_evaluation_done_again_after_a_resume_replaces_the_old_one(tmp_path):

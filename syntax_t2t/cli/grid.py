@@ -14,6 +14,8 @@ run, so that N machines (or GPUs) sharing `G` split the grid; each task
 writes the report of whatever has finished so far (`--report_only` just
 writes it). Ctrl-C or SIGTERM stops the grid cleanly: the running program is
 let stop (bin/train saves a checkpoint first), and the same command resumes.
+`--continue_from=G0` starts each run from the same run of the grid `G0`
+when this experiment only grows its budget (more steps, no early stopping).
 
 Everything that can be checked is checked before anything trains: the
 experiment's problem, models, hparams sets and overrides (each model is
@@ -43,6 +45,10 @@ flags.DEFINE_list("systems", [], "Only these systems (default: all).")
 flags.DEFINE_list("seeds", [], "Only these seeds (default: each system's).")
 flags.DEFINE_integer("num_tasks", 1, "Split the runs over this many tasks.", lower_bound=1)
 flags.DEFINE_integer("task_id", 0, "This task's number, 0 .. num_tasks - 1.", lower_bound=0)
+flags.DEFINE_string("continue_from", None,
+                    "A grid directory whose runs of the same systems and seeds this one "
+                    "continues under a larger budget (more steps, no or longer early "
+                    "stopping), copying their training instead of redoing it.")
 flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
 flags.DEFINE_integer("bootstrap_samples", 1000, "Resamples of the significance tests.",
                      lower_bound=1)
@@ -98,10 +104,14 @@ def main(argv):
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
-    skipped = []
+    skipped, waiting = [], []
     if not FLAGS.report_only:
         for run in mine:  # refuse a foreign directory before anything trains
+            if FLAGS.continue_from and not grid_runner.continue_from(run, FLAGS.continue_from):
+                waiting.append(run)
+                continue
             grid_runner.claim(run)
+        mine = [run for run in mine if run not in waiting]
         for number, run in enumerate(mine, start=1):
             logging.info("run %d of %d: %s", number, len(mine), run.name)
             try:
@@ -118,6 +128,9 @@ def main(argv):
           f"{FLAGS.output_dir}/results.md")
     if skipped:
         print(f"skipped (another bin/grid process is running them): {', '.join(skipped)}")
+    if waiting:
+        print(f"not started (still training in {FLAGS.continue_from}): "
+              f"{', '.join(run.name for run in waiting)}")
 
 
 def run():

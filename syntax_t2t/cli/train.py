@@ -94,7 +94,9 @@ flags.DEFINE_enum("best_checkpoint_metric", "loss", list(validation.METRICS),
                   "(needs --eval_bleu), dev translation loss, or the parse head's dev UAS.")
 flags.DEFINE_integer("early_stopping_patience", 0,
                      "Stop after this many evaluations in a row without a better "
-                     "--best_checkpoint_metric (0 = never; fairseq's --patience).", lower_bound=0)
+                     "--best_checkpoint_metric (0 = never; fairseq's --patience). A run that "
+                     "stopped early, resumed with a patience that would not have stopped it, "
+                     "trains on.", lower_bound=0)
 flags.DEFINE_bool("print_hparams", False,
                   "Print the hparams that --hparams_set and --hparams resolve to, one line on "
                   "each, and exit.")

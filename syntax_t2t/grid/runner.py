@@ -30,6 +30,13 @@ own, so a terminal's Ctrl-C reaches them only through the grid (never
 twice, which would mean "stop at once, without saving"), and a signal sent
 to the grid alone does not leave them running on.
 
+A grid may continue another's runs under a larger training budget
+(`bin/grid --continue_from=G0`, `GridRunner.continue_from`): more steps, or
+no early stopping. Patience only decides when a run stops, so a run of
+the smaller budget is exactly the start of the same run under the larger
+one; its training state is copied and bin/train goes on from its newest
+checkpoint. Anything else that differs is refused.
+
 Two grid processes never work on one run at once: a run is done under an
 exclusive lock on `grid.lock` in its directory, and a process that finds it
 held skips the run (the lock goes with the process that held it, however it
@@ -41,6 +48,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +67,8 @@ from syntax_t2t.training.stop_signals import StopSignals
 STATE_FILE = "grid.json"
 SCORES_FILE = "scores.json"
 LOCK_FILE = "grid.lock"
+#: What `--continue_from` may change: the configuration keys of the budget.
+BUDGET_KEYS = ("experiment", "train_steps", "early_stopping_patience")
 
 
 class GridError(RuntimeError):
@@ -239,6 +249,67 @@ class GridRunner:
                 f"{', '.join(differences)}); it is not overwritten: choose another --output_dir "
                 f"or delete that directory")
         return state
+
+    def continue_from(self, run, source_grid):
+        """Copies the run's training from the grid `source_grid` to go on under this budget.
+
+        The source's run (same system and seed) must differ only in the
+        budget, and by growing it: at least as many steps, and no early
+        stopping or at least its patience (a shorter budget, or patience
+        where it had none, might have stopped it earlier, so it would not be
+        the start of this run). Its checkpoints, best weights, validation
+        history and logs are copied beside the run directory and renamed
+        into place with this grid's `grid.json`; its test outputs and scores
+        are not, since the tested checkpoint may change.
+
+        Returns:
+            True when the run is ready to be claimed: copied now, already
+            there, or with no such run in the source (it trains from
+            scratch); False when the source's run has not finished training
+            (copy it later rather than train it twice).
+
+        Raises:
+            GridError: the source's run differs in more than a larger budget.
+        """
+        source = os.path.join(source_grid, "runs", run.system.name, f"seed{run.seed}")
+        if os.path.exists(run.directory):
+            return True
+        source_state = read_json(os.path.join(source, STATE_FILE))
+        if source_state is None:
+            return True
+        theirs, ours = source_state.get("config", {}), self.config(run)
+        differences = sorted(key for key in set(theirs) | set(ours)
+                             if key not in BUDGET_KEYS and theirs.get(key) != ours.get(key))
+        their_patience = theirs.get("early_stopping_patience", 0)
+        our_patience = ours["early_stopping_patience"]
+        if theirs.get("train_steps", 0) > ours["train_steps"]:
+            differences.append(f"train_steps ({theirs['train_steps']} there, "
+                               f"{ours['train_steps']} here)")
+        if our_patience and not 0 < their_patience <= our_patience:
+            differences.append(f"early_stopping_patience ({their_patience} there, "
+                               f"{our_patience} here)")
+        if differences:
+            raise GridError(f"--continue_from: {source} is not the start of {run.name} under this "
+                            f"budget (differs in {', '.join(differences)})")
+        if not source_state.get("done", {}).get("train"):
+            logging.warning("%s: not started, since %s has not finished training; run again once "
+                            "it has", run.name, source)
+            return False
+        partial = f"{run.directory}.partial-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial, ignore=shutil.ignore_patterns(
+            STATE_FILE, LOCK_FILE, SCORES_FILE, "tests", "averaged"))
+        write_json(os.path.join(partial, STATE_FILE),
+                   {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
+                    "wall_seconds": source_state.get("wall_seconds", 0.0)})
+        os.makedirs(os.path.dirname(run.directory), exist_ok=True)
+        try:
+            os.rename(partial, run.directory)
+        except OSError:  # another process of this grid put its copy there first
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            logging.info("%s: continues %s (copied)", run.name, source)
+        return True
 
     def _save_state(self, run, state):
         write_json(os.path.join(run.directory, STATE_FILE), state)

@@ -12,7 +12,12 @@ run directory) besides the last K checkpoints of the run itself. With
 improvement (fairseq's `--patience`; T2T's `--eval_early_stopping_steps`
 counts steps instead). The history is the state: a resumed run reads it back,
 so the patience counter and the best value survive interruptions, and a run
-that stopped early stays stopped.
+that stopped early stays stopped when resumed with the same patience. Resumed
+with a patience that would not have stopped it (0, or more evaluations than
+it has gone without improvement) it trains on: the run so far is exactly the
+start of a run with the larger budget, so a budget can be raised without
+retraining (as rerunning T2T or fairseq with more steps and no `--patience`
+does).
 
 Writes are atomic: `validation.json` through a temporary file and a rename,
 `best/` by `checkpoint_averaging.save_model_directory`, which builds the new
@@ -86,6 +91,13 @@ class Validation:
         self.save_best = save_best
         self.plot = plot
         self.state = read_history(output_dir)
+        stopped = self.state.get("stopped_early")
+        if stopped is not None and not 0 < patience <= self.evaluations_without_improvement:
+            logging.info("this run stopped early at step %d after %d evaluations without "
+                         "improvement; with patience %d it trains on", stopped,
+                         self.evaluations_without_improvement, patience)
+            # Written with the next evaluation.
+            self.state["stopped_early"] = None
 
     @property
     def stopped_early(self):
