@@ -157,13 +157,17 @@ def test_a_larger_budget_continues_the_runs_of_a_smaller_one(tmp_path):
     assert not os.path.exists(unseen.directory)
 
 
-def test_a_run_still_training_in_the_source_grid_is_not_started(tmp_path):
+def test_a_run_still_training_in_the_source_grid_is_not_started_one_never_trained_is(tmp_path):
     short = _experiment(train_steps=300, early_stopping_patience=2)
     _finished_source_run(tmp_path / "short", short, train_done=False)
     longer = runner.GridRunner(_experiment(train_steps=600, early_stopping_patience=0), "long",
                                str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
     run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
     assert longer.continue_from(run, str(tmp_path / "short")) is False
+    assert not os.path.exists(run.directory)
+    # Claimed there but never trained (no checkpoint): nothing to wait for.
+    os.remove(os.path.join(tmp_path / "short" / "runs" / "base" / "seed1", "checkpoint"))
+    assert longer.continue_from(run, str(tmp_path / "short")) is True
     assert not os.path.exists(run.directory)
 
 

@@ -264,9 +264,10 @@ class GridRunner:
 
         Returns:
             True when the run is ready to be claimed: copied now, already
-            there, or with no such run in the source (it trains from
-            scratch); False when the source's run has not finished training
-            (copy it later rather than train it twice).
+            there, or with nothing trained in the source (no such run, or
+            one claimed that never saved a checkpoint: it trains here from
+            scratch); False when the source's run has started training but
+            not finished (copy it later rather than train it twice).
 
         Raises:
             GridError: the source's run differs in more than a larger budget.
@@ -291,6 +292,9 @@ class GridRunner:
         if differences:
             raise GridError(f"--continue_from: {source} is not the start of {run.name} under this "
                             f"budget (differs in {', '.join(differences)})")
+        if not os.path.exists(os.path.join(source, "checkpoint")):
+            logging.info("%s: nothing trained in %s; starts here", run.name, source)
+            return True
         if not source_state.get("done", {}).get("train"):
             logging.warning("%s: not started, since %s has not finished training; run again once "
                             "it has", run.name, source)
