@@ -25,12 +25,9 @@ def test_a_run_keeps_its_colour_in_panels_that_lack_other_runs():
                               {"step": 1000, "bleu": 20.0, "loss/nmt": 2.5}],
             "b_dep_parse": [{"step": 500, "bleu": 8.0, "loss/nmt": 3.2, "uas": 0.6},
                             {"step": 1000, "bleu": 19.0, "loss/nmt": 2.6, "uas": 0.7}]}
-    figure, _ = drawn(runs, best_steps={"a_transformer": 1000, "b_dep_parse": 500})
-    colours = {}
-    for axis in figure.axes:
-        for line in axis.get_lines():
-            if not line.get_label().startswith("_"):  # the best-step markers are unlabelled
-                colours.setdefault(line.get_label(), set()).add(line.get_color())
+    figure, styles = drawn(runs, best_steps={"a_transformer": 1000, "b_dep_parse": 500})
+    # Labelled lines only: the best-step markers are unlabelled.
+    colours = {run: {colour for colour, _ in seen} for run, seen in styles.items()}
     assert set(colours) == set(runs)
     assert all(len(seen) == 1 for seen in colours.values()), colours
     assert colours["a_transformer"] != colours["b_dep_parse"]

@@ -104,16 +104,16 @@ def main(argv):
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
-    skipped, waiting = [], []
+    skipped, waiting, ready = [], [], []
     if not FLAGS.report_only:
         for run in mine:  # refuse a foreign directory before anything trains
             if FLAGS.continue_from and not grid_runner.continue_from(run, FLAGS.continue_from):
                 waiting.append(run)
                 continue
             grid_runner.claim(run)
-        mine = [run for run in mine if run not in waiting]
-        for number, run in enumerate(mine, start=1):
-            logging.info("run %d of %d: %s", number, len(mine), run.name)
+            ready.append(run)
+        for number, run in enumerate(ready, start=1):
+            logging.info("run %d of %d: %s", number, len(ready), run.name)
             try:
                 if not grid_runner.execute(run):
                     skipped.append(run.name)

@@ -180,6 +180,12 @@ def read_json(path, default=None):
     return io_utils.read_json(path, default, "delete it to redo that stage")
 
 
+def differing_keys(config, other, ignore=()):
+    """The keys, sorted, whose values differ between two run configurations."""
+    return sorted(key for key in set(config) | set(other)
+                  if key not in ignore and config.get(key) != other.get(key))
+
+
 def write_json(path, value):
     io_utils.atomic_write_text(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
 
@@ -242,8 +248,7 @@ class GridRunner:
             write_json(path, state)
             return state
         if state.get("config") != config:
-            differences = sorted(key for key in set(config) | set(state.get("config", {}))
-                                 if config.get(key) != state.get("config", {}).get(key))
+            differences = differing_keys(config, state.get("config", {}))
             raise GridError(
                 f"{run.directory} holds a run of another configuration (differs in "
                 f"{', '.join(differences)}); it is not overwritten: choose another --output_dir "
@@ -279,8 +284,7 @@ class GridRunner:
         if source_state is None:
             return True
         theirs, ours = source_state.get("config", {}), self.config(run)
-        differences = sorted(key for key in set(theirs) | set(ours)
-                             if key not in BUDGET_KEYS and theirs.get(key) != ours.get(key))
+        differences = differing_keys(theirs, ours, ignore=BUDGET_KEYS)
         their_patience = theirs.get("early_stopping_patience", 0)
         our_patience = ours["early_stopping_patience"]
         if theirs.get("train_steps", 0) > ours["train_steps"]:
