@@ -69,7 +69,10 @@ def plot_learning_curves(runs: dict, path, title: str = "",
     """
     panels = _panels(runs)
     best_steps = best_steps or {}
-    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False)
+    # Constrained layout: with tight panels one panel's y label ran into the
+    # tick labels of the panel left of it.
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False,
+                                layout="constrained")
     # The same colour and style for a run in every panel, though a panel may
     # lack some runs (no parse UAS line for a model without a parse head).
     styles = _styles(runs, systems)
