@@ -1,6 +1,7 @@
 """`bin/grid`: experiments, their checks, the run plan, and the whole grid end to end."""
 
 import fcntl
+import gzip
 import json
 import os
 import signal
@@ -14,8 +15,8 @@ import pytest
 
 from syntax_t2t import registry
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import report, runner
-from syntax_t2t.grid.experiment import Experiment, ParseTest, System
+from syntax_t2t.grid import archive, report, runner
+from syntax_t2t.grid.experiment import Experiment, ParseTest, System, TranslationTest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -192,6 +193,82 @@ def test_a_source_run_that_is_not_the_start_of_this_one_is_refused(tmp_path, the
     assert not os.path.exists(run.directory)
 
 
+def _finished_run_with_record(grid_dir, experiment):
+    """A finished run of `experiment` with every file its archived record keeps, and a checkpoint."""
+    run = _finished_source_run(grid_dir, experiment)
+    directory = Path(run.directory)
+    for name in ("hparams.json", "flags.txt", "environment.json", "training_time.json",
+                 "test.log"):
+        (directory / name).write_text(name)
+    (directory / "train.log").write_text("step 100 loss 3.2\n" * 50)
+    return run
+
+
+def test_a_finished_run_is_archived_without_its_weights_and_restored_into_another_grid(tmp_path):
+    experiment = _experiment(train_steps=300, translation_tests=[
+        TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref")])
+    run = _finished_run_with_record(tmp_path / "G", experiment)
+    grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),
+                             {"data_dir": str(tmp_path / "G")})
+    assert archive.store(grid, run, str(tmp_path / "A")) is True
+    record = tmp_path / "A" / "runs" / "base" / "seed1"
+    assert sorted(str(p.relative_to(record)) for p in record.rglob("*") if p.is_file()) == sorted([
+        "environment.json", "flags.txt", runner.STATE_FILE, "hparams.json", runner.SCORES_FILE,
+        "test.log.gz", "tests/test.hyp", "train.log.gz", "training_time.json",
+        "validation.json"])
+    assert gzip.decompress((record / "train.log.gz").read_bytes()) == \
+        (Path(run.directory) / "train.log").read_bytes()
+    first = (record / "train.log.gz").read_bytes()
+    assert archive.store(grid, run, str(tmp_path / "A")) is True
+    assert (record / "train.log.gz").read_bytes() == first  # no timestamp: git sees no change
+    assert not list(record.parent.glob("*.partial-*")) and not list(record.parent.glob("*.old-*"))
+
+    # Another machine: another data directory, an empty grid directory.
+    other = runner.GridRunner(experiment, "short", str(tmp_path / "G2"),
+                              {"data_dir": str(tmp_path / "D2")})
+    there = runner.plan(experiment, str(tmp_path / "G2"))[0]
+    assert archive.restore(other, there, str(tmp_path / "A")) is True
+    restored = Path(there.directory)
+    assert (restored / "tests" / "test.hyp").read_text() == "tests/test.hyp"
+    assert not (restored / "checkpoint").exists() and not (restored / "best").exists()
+    state = other.claim(there)  # this grid's configuration now: accepted
+    assert state["restored_from"] == {"record": str(record), "data_dir": str(tmp_path / "G")}
+    assert all(state["done"][key] for key, _ in other.stages(there, state))
+    assert other.execute(there) is True  # finished: no stage runs
+    # A restored run is not stored back over its record, nor restored twice.
+    assert archive.store(other, there, str(tmp_path / "A")) is False
+    assert archive.restore(other, there, str(tmp_path / "A")) is False
+
+
+def test_unfinished_runs_are_not_archived_and_foreign_records_are_refused(tmp_path):
+    experiment = _experiment(train_steps=300)
+    grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),
+                             {"data_dir": str(tmp_path / "G")})
+    unfinished = _finished_source_run(tmp_path / "G", experiment, train_done=False)
+    assert archive.store(grid, unfinished, str(tmp_path / "A")) is False
+    assert not (tmp_path / "A").exists()
+    other = runner.GridRunner(experiment, "short", str(tmp_path / "G2"),
+                              {"data_dir": str(tmp_path / "G2")})
+    missing = runner.plan(experiment, str(tmp_path / "G2"))[0]
+    assert archive.restore(other, missing, str(tmp_path / "A")) is False  # nothing archived
+
+    run = _finished_run_with_record(tmp_path / "G3", experiment)
+    archive.store(runner.GridRunner(experiment, "short", str(tmp_path / "G3"),
+                                    {"data_dir": "D"}), run, str(tmp_path / "A"))
+    longer = runner.GridRunner(_experiment(train_steps=600), "short", str(tmp_path / "G4"),
+                               {"data_dir": "D"})
+    target = runner.plan(longer.experiment, str(tmp_path / "G4"))[0]
+    with pytest.raises(runner.GridError, match=r"--archive_dir: .*seed1 holds a run of another "
+                                               r"configuration \(differs in train_steps\)"):
+        archive.restore(longer, target, str(tmp_path / "A"))
+    assert not os.path.exists(target.directory)
+    # A grid that has the run already keeps its own.
+    longer.claim(target)
+    before = (Path(target.directory) / runner.STATE_FILE).read_text()
+    assert archive.restore(longer, target, str(tmp_path / "A")) is False
+    assert (Path(target.directory) / runner.STATE_FILE).read_text() == before
+
+
 def test_the_report_says_where_each_unfinished_run_stands(tmp_path):
     experiment = _experiment(parse_tests=[ParseTest("pud", "{data_dir}/gold.conllu")])
     grid = runner.GridRunner(experiment, "toy", str(tmp_path), {"data_dir": str(tmp_path)})
@@ -316,7 +393,8 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     finished = grid_dir / "runs" / "transformer" / "seed1"
     stamp = {name: (finished / name).stat().st_mtime_ns
              for name in ("train.log", "scores.json", "tests/test.hyp")}
-    second = _grid(data_dir, grid_dir)
+    archive_dir = tmp_path / "archive"
+    second = _grid(data_dir, grid_dir, f"--archive_dir={archive_dir}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert "4 of 4 runs finished" in second.stdout
     for name, mtime in stamp.items():
@@ -346,3 +424,15 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     for system in ("transformer", "dep_parse"):
         log = (grid_dir / "runs" / system / "seed2" / "train.log").read_text()
         assert log.count("\n$ ") == 1
+    # The machine is lost: a new grid directory restored from the archive
+    # reports the same results and trains nothing.
+    for system in ("transformer", "dep_parse"):
+        for seed in (1, 2):  # seed 1 of transformer finished before the flag was given
+            assert (archive_dir / "runs" / system / f"seed{seed}" / "tests" / "test.hyp").exists()
+    assert (archive_dir / "runs" / "dep_parse" / "seed1" / "tests" / "test_trees.conllu.gz").exists()
+    restored = _grid(data_dir, tmp_path / "grid2", f"--archive_dir={archive_dir}")
+    assert restored.returncode == 0, restored.stderr[-3000:]
+    assert "4 of 4 runs finished" in restored.stdout
+    assert "bin/train" not in restored.stderr and "bin/decode" not in restored.stderr
+    again = json.loads((tmp_path / "grid2" / "results.json").read_text())
+    assert again["tests"] == report["tests"] and again["parse_tests"] == report["parse_tests"]

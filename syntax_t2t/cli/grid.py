@@ -16,6 +16,9 @@ writes it). Ctrl-C or SIGTERM stops the grid cleanly: the running program is
 let stop (bin/train saves a checkpoint first), and the same command resumes.
 `--continue_from=G0` starts each run from the same run of the grid `G0`
 when this experiment only grows its budget (more steps, no early stopping).
+`--archive_dir=A` keeps each finished run's record, without checkpoints, in
+`A` (to be committed) and restores the records of the runs `G` lacks: a grid
+survives the loss of the machine that trained it.
 
 Everything that can be checked is checked before anything trains: the
 experiment's problem, models, hparams sets and overrides (each model is
@@ -32,7 +35,7 @@ from absl import flags, logging
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import report, runner
+from syntax_t2t.grid import archive, report, runner
 
 FLAGS = flags.FLAGS
 
@@ -49,6 +52,11 @@ flags.DEFINE_string("continue_from", None,
                     "A grid directory whose runs of the same systems and seeds this one "
                     "continues under a larger budget (more steps, no or longer early "
                     "stopping), copying their training instead of redoing it.")
+flags.DEFINE_string("archive_dir", None,
+                    "Keep the record of each finished run here, without its checkpoints (commit "
+                    "it), and restore the records of runs --output_dir lacks, so that a grid "
+                    "begun on another machine is reported whole and only its unfinished runs "
+                    "train (syntax_t2t/grid/archive.py).")
 flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
 flags.DEFINE_integer("bootstrap_samples", 1000, "Resamples of the significance tests.",
                      lower_bound=1)
@@ -104,6 +112,10 @@ def main(argv):
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
+    if FLAGS.archive_dir:
+        for run in everything:
+            archive.restore(grid_runner, run, FLAGS.archive_dir)
+            archive.store(grid_runner, run, FLAGS.archive_dir)  # finished before the flag was given
     skipped, waiting, ready = [], [], []
     if not FLAGS.report_only:
         for run in mine:  # refuse a foreign directory before anything trains
@@ -118,6 +130,8 @@ def main(argv):
                 if not grid_runner.execute(run):
                     skipped.append(run.name)
                     continue
+                if FLAGS.archive_dir:
+                    archive.store(grid_runner, run, FLAGS.archive_dir)
             except runner.GridInterrupted as interrupted:
                 print(f"stopped: {interrupted}", file=sys.stderr)
                 sys.exit(interrupted.exit_status)

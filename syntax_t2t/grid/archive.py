@@ -1,0 +1,152 @@
+"""A grid's finished runs without their weights: the record that outlives the machine.
+
+A grid spans several sessions, and the machine it trains on may be replaced
+between them, taking the grid directory with it. Checkpoints are large, but
+what the report needs of a finished run is small (about 100 kB): its
+configuration, scores, test translations (for the significance tests against
+it), validation history (for the learning curves) and training figures.
+`bin/grid --archive_dir=A` keeps that record of each run in `A` as the run
+finishes, for the user to commit, and restores it into a grid directory that
+lacks the run, so that a grid begun on one machine is reported whole on
+another, and only its unfinished runs train:
+
+    A/runs/<system>/seed<k>/
+        grid.json, scores.json, validation.json, training_time.json,
+        hparams.json, flags.txt, environment.json
+        tests/<test>.hyp          the test translations, as decoded
+        tests/<parse test>.conllu.gz, train.log.gz, test.log.gz
+                                  the parse head's trees and the logs, compressed
+                                  without timestamps (equal text, equal bytes)
+
+A restored run is finished: it has no checkpoint, so it is neither decoded
+again nor continued (`--continue_from` trains such a run from scratch).
+Its configuration must be this grid's but for `data_dir`, which names a
+directory of the machine that trained it; the data there must be the same
+(`bin/datagen` with the same parser), which is the user's to ensure.
+"""
+
+import gzip
+import os
+import shutil
+
+from absl import logging
+
+from syntax_t2t.grid import runner
+from syntax_t2t.training import progress, run_directory, validation
+
+#: Copied as they are.
+PLAIN_FILES = (runner.STATE_FILE, runner.SCORES_FILE, validation.HISTORY_FILE,
+               progress.TRAINING_TIME_FILE, run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE,
+               run_directory.ENVIRONMENT_FILE)
+#: Kept gzip-compressed (`<name>.gz`) in the archive and in a restored run.
+COMPRESSED_FILES = ("train.log", "test.log")
+#: The configuration key that names a machine's directory, not the run.
+MACHINE_KEYS = ("data_dir",)
+
+
+def record_dir(archive_dir, run):
+    return os.path.join(archive_dir, "runs", run.system.name, f"seed{run.seed}")
+
+
+def _finished(state, grid_runner, run):
+    done = (state or {}).get("done", {})
+    return bool(done) and all(done.get(key) for key, _ in grid_runner.stages(run, state))
+
+
+def _record_files(grid_runner, run):
+    """`[(path in the run, path in the record, compress)]` of a finished run's record."""
+    files = [(name, name, False) for name in PLAIN_FILES]
+    files += [(name, name + ".gz", True) for name in COMPRESSED_FILES]
+    for test in grid_runner.experiment.translation_tests:
+        name = os.path.join("tests", f"{test.name}.hyp")
+        files.append((name, name, False))
+    if grid_runner.has_parse_head(run):
+        for test in grid_runner.experiment.parse_tests:
+            name = os.path.join("tests", f"{test.name}.conllu")
+            files.append((name, name + ".gz", True))
+    return files
+
+
+def _replace_dir(partial, target):
+    """Puts the directory `partial` at `target`, replacing what was there in one rename."""
+    old = f"{target}.old-{os.getpid()}"
+    if os.path.exists(target):
+        os.rename(target, old)
+    os.rename(partial, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def store(grid_runner, run, archive_dir):
+    """Writes the record of `run` into `archive_dir` if the run is finished.
+
+    The record is built beside its place and renamed into it, so an
+    interrupted store leaves the previous record (or none), never half of one.
+
+    Returns:
+        Whether a record was written (False: the run is not finished, or
+        was itself restored from a record).
+    """
+    state = runner.read_json(os.path.join(run.directory, runner.STATE_FILE))
+    if not _finished(state, grid_runner, run) or "restored_from" in state:
+        return False  # a restored run's record is the one it came from
+    target = record_dir(archive_dir, run)
+    partial = f"{target}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    for source_name, record_name, compress in _record_files(grid_runner, run):
+        source = os.path.join(run.directory, source_name)
+        if not os.path.exists(source):
+            continue
+        destination = os.path.join(partial, record_name)
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        if compress:
+            with open(source, "rb") as stream:
+                data = gzip.compress(stream.read(), mtime=0)
+            with open(destination, "wb") as stream:
+                stream.write(data)
+        else:
+            shutil.copyfile(source, destination)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    _replace_dir(partial, target)
+    return True
+
+
+def restore(grid_runner, run, archive_dir):
+    """Puts the archived record of `run` into the grid when the grid has no such run.
+
+    Returns:
+        True when the record was restored; False when the grid already holds
+        the run (its directory is left alone) or the archive has no finished
+        record of it.
+
+    Raises:
+        GridError: the record is of another configuration (named keys).
+    """
+    if os.path.exists(os.path.join(run.directory, runner.STATE_FILE)):
+        return False
+    source = record_dir(archive_dir, run)
+    state = runner.read_json(os.path.join(source, runner.STATE_FILE))
+    if not _finished(state, grid_runner, run):
+        return False
+    theirs, ours = state.get("config", {}), grid_runner.config(run)
+    differences = runner.differing_keys(theirs, ours, ignore=MACHINE_KEYS)
+    if differences:
+        raise runner.GridError(
+            f"--archive_dir: {source} holds a run of another configuration (differs in "
+            f"{', '.join(differences)}); it is not restored: choose another --archive_dir")
+    partial = f"{run.directory}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    state["config"] = ours
+    state["restored_from"] = {"record": os.path.abspath(source),
+                              **{key: theirs.get(key) for key in MACHINE_KEYS}}
+    runner.write_json(os.path.join(partial, runner.STATE_FILE), state)
+    if os.path.isdir(run.directory) and set(os.listdir(run.directory)) <= {runner.LOCK_FILE}:
+        shutil.rmtree(run.directory)  # a lock file alone: nothing of the run was written
+    os.makedirs(os.path.dirname(run.directory), exist_ok=True)
+    try:
+        os.rename(partial, run.directory)
+    except OSError:  # something else appeared there meanwhile: it wins
+        shutil.rmtree(partial, ignore_errors=True)
+        return False
+    logging.info("%s: restored from %s", run.name, source)
+    return True
