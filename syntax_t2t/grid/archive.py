@@ -68,11 +68,20 @@ def _record_files(grid_runner, run):
 
 
 def _replace_dir(partial, target):
-    """Puts the directory `partial` at `target`, replacing what was there in one rename."""
+    """Puts the directory `partial` at `target`, replacing what was there.
+
+    Two grid processes may store the same finished run at once: whichever
+    renames last wins, and the records are the same.
+    """
     old = f"{target}.old-{os.getpid()}"
-    if os.path.exists(target):
+    try:
         os.rename(target, old)
-    os.rename(partial, target)
+    except FileNotFoundError:
+        pass
+    try:
+        os.rename(partial, target)
+    except OSError:  # the other process's record got there between the two renames
+        shutil.rmtree(partial, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
 
 
