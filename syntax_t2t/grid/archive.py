@@ -142,20 +142,12 @@ def restore(grid_runner, run, archive_dir):
         raise runner.GridError(
             f"--archive_dir: {source} holds a run of another configuration (differs in "
             f"{', '.join(differences)}); it is not restored: choose another --archive_dir")
-    partial = f"{run.directory}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(source, partial)
     state["config"] = ours
     state["restored_from"] = {"record": os.path.abspath(source),
                               **{key: theirs.get(key) for key in MACHINE_KEYS}}
-    runner.write_json(os.path.join(partial, runner.STATE_FILE), state)
     if os.path.isdir(run.directory) and set(os.listdir(run.directory)) <= {runner.LOCK_FILE}:
         shutil.rmtree(run.directory)  # a lock file alone: nothing of the run was written
-    os.makedirs(os.path.dirname(run.directory), exist_ok=True)
-    try:
-        os.rename(partial, run.directory)
-    except OSError:  # something else appeared there meanwhile: it wins
-        shutil.rmtree(partial, ignore_errors=True)
-        return False
+    if not runner.install_copy(run, source, state):
+        return False  # something else appeared there meanwhile: it wins
     logging.info("%s: restored from %s", run.name, source)
     return True

@@ -190,6 +190,28 @@ def write_json(path, value):
     io_utils.atomic_write_text(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
 
 
+def install_copy(run, source, state, ignore=None):
+    """Copies the directory `source` to the run's place with `state` as its `grid.json`.
+
+    The copy is made beside the run's directory and renamed into place, so
+    the run appears whole or not at all.
+
+    Returns:
+        False when another process put the run there first (the copy is dropped).
+    """
+    partial = f"{run.directory}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial, ignore=ignore)
+    write_json(os.path.join(partial, STATE_FILE), state)
+    os.makedirs(os.path.dirname(run.directory), exist_ok=True)
+    try:
+        os.rename(partial, run.directory)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        return False
+    return True
+
+
 class GridRunner:
     """Runs the stages of an experiment's runs.
 
@@ -303,19 +325,10 @@ class GridRunner:
             logging.warning("%s: not started, since %s has not finished training; run again once "
                             "it has", run.name, source)
             return False
-        partial = f"{run.directory}.partial-{os.getpid()}"
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(source, partial, ignore=shutil.ignore_patterns(
-            STATE_FILE, LOCK_FILE, SCORES_FILE, "tests", "averaged"))
-        write_json(os.path.join(partial, STATE_FILE),
-                   {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
-                    "wall_seconds": source_state.get("wall_seconds", 0.0)})
-        os.makedirs(os.path.dirname(run.directory), exist_ok=True)
-        try:
-            os.rename(partial, run.directory)
-        except OSError:  # another process of this grid put its copy there first
-            shutil.rmtree(partial, ignore_errors=True)
-        else:
+        state = {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
+                 "wall_seconds": source_state.get("wall_seconds", 0.0)}
+        if install_copy(run, source, state, ignore=shutil.ignore_patterns(
+                STATE_FILE, LOCK_FILE, SCORES_FILE, "tests", "averaged")):
             logging.info("%s: continues %s (copied)", run.name, source)
         return True
 
