@@ -1,0 +1,79 @@
+"""The committed run records of docs/runs/ re-scored from their own outputs.
+
+docs/results.md reports these runs' test scores. The records keep the test
+translations and the parse heads' trees, so every figure can be recomputed
+without the grid: here with sacreBLEU and conllu called directly, not
+through `syntax_t2t.evaluation`, so a fault in the toolkit's scoring or in
+what was committed (a translation file from another run) fails this test.
+"""
+
+import gzip
+import json
+import pathlib
+
+import conllu
+import pytest
+import sacrebleu
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ARCHIVES = ROOT / "docs" / "runs"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+# Where each experiment's test references and gold trees are, under ../shared/data.
+TEST_FILES = {
+    "test_2016_flickr": SHARED_DATA / "multi30k" / "test_2016_flickr.en.gz",
+    "pud_cs": SHARED_DATA / "pud" / "cs_pud-ud-test.conllu.gz",
+}
+
+
+def _records():
+    return sorted(path.parent for path in ARCHIVES.glob("*/runs/*/seed*/scores.json"))
+
+
+def _open_text(path):
+    path = pathlib.Path(path)
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(
+        path, encoding="utf-8")
+
+
+def _needed(name):
+    path = TEST_FILES.get(name)
+    if path is None:
+        pytest.fail(f"no reference file is known for the test set {name!r}: add it to TEST_FILES")
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
+    return path
+
+
+def _heads(path):
+    """Each sentence's HEAD column over its syntactic words (no multiword ranges)."""
+    with _open_text(path) as handle:
+        return [[token["head"] for token in sentence if isinstance(token["id"], int)]
+                for sentence in conllu.parse_incr(handle)]
+
+
+def test_records_exist():
+    # docs/results.md §0 cites these four; a lost or renamed record fails here.
+    names = {f"{path.parent.name}/{path.name}" for path in _records()}
+    assert {"transformer/seed1", "spec_dep/seed1", "sennrich_haddow/seed1",
+            "dep_parse_attention/seed1"} <= names
+
+
+@pytest.mark.parametrize("record", _records(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_recorded_scores_match_the_recorded_outputs(record):
+    scores = json.loads((record / "scores.json").read_text())
+    for test, recorded in scores["translation"].items():
+        with _open_text(_needed(test)) as handle:
+            references = [line.rstrip("\n") for line in handle]
+        hypotheses = (record / "tests" / f"{test}.hyp").read_text(encoding="utf-8").splitlines()
+        assert len(hypotheses) == len(references)
+        assert sacrebleu.corpus_bleu(hypotheses, [references]).score == pytest.approx(
+            recorded["BLEU"], abs=1e-6)
+        assert sacrebleu.corpus_chrf(hypotheses, [references]).score == pytest.approx(
+            recorded["chrF"], abs=1e-6)
+    for test, recorded in scores["parse"].items():
+        gold = _heads(_needed(test))
+        predicted = _heads(record / "tests" / f"{test}.conllu.gz")
+        assert [len(sentence) for sentence in predicted] == [len(sentence) for sentence in gold]
+        pairs = [(p, g) for ps, gs in zip(predicted, gold) for p, g in zip(ps, gs)]
+        uas = 100 * sum(p == g for p, g in pairs) / len(pairs)
+        assert uas == pytest.approx(recorded["UAS"], abs=1e-6)
