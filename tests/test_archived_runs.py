@@ -4,7 +4,8 @@ docs/results.md reports these runs' test scores. The records keep the test
 translations and the parse heads' trees, so every figure can be recomputed
 without the grid: here with sacreBLEU and conllu called directly, not
 through `syntax_t2t.evaluation`, so a fault in the toolkit's scoring or in
-what was committed (a translation file from another run) fails this test.
+what was committed (a translation file from another run) fails this test;
+and the table of docs/results.md §0 must agree with the records.
 """
 
 import gzip
@@ -51,13 +52,6 @@ def _heads(path):
                 for sentence in conllu.parse_incr(handle)]
 
 
-def test_records_exist():
-    # docs/results.md §0 cites these four; a lost or renamed record fails here.
-    names = {f"{path.parent.name}/{path.name}" for path in _records()}
-    assert {"transformer/seed1", "spec_dep/seed1", "sennrich_haddow/seed1",
-            "dep_parse_attention/seed1"} <= names
-
-
 @pytest.mark.parametrize("record", _records(), ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_recorded_scores_match_the_recorded_outputs(record):
     scores = json.loads((record / "scores.json").read_text())
@@ -77,3 +71,35 @@ def test_recorded_scores_match_the_recorded_outputs(record):
         pairs = [(p, g) for ps, gs in zip(predicted, gold) for p, g in zip(ps, gs)]
         uas = 100 * sum(p == g for p, g in pairs) / len(pairs)
         assert uas == pytest.approx(recorded["UAS"], abs=1e-6)
+
+
+def _section_zero_table():
+    """The rows of the first table under docs/results.md's "## 0." heading, by system."""
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## 0. "):]
+    section = section[:section.index("\n## ", 1)]
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+
+    def cells(line):
+        return [cell.strip() for cell in line.strip("|").split("|")]
+
+    header = cells(lines[start])
+    return {row[0]: dict(zip(header, row)) for row in map(cells, lines[start + 2:end])}
+
+
+def test_results_table_matches_the_records():
+    # §0 of docs/results.md is written by hand from the grid's report; every
+    # system it lists must have exactly its seeds archived, at the BLEU and
+    # chrF (mean over seeds) it shows.
+    rows = _section_zero_table()
+    assert rows, "docs/results.md §0 has no table"
+    for system, row in rows.items():
+        records = sorted((ARCHIVES / "multi30k_cs_en_syntax_full_budget" / "runs" / system).glob(
+            "seed*/scores.json"))
+        assert len(records) == int(row["seeds"]), system
+        tests = [json.loads(path.read_text())["translation"]["test_2016_flickr"] for path in records]
+        for metric, column in (("BLEU", "test BLEU"), ("chrF", "chrF")):
+            mean = sum(test[metric] for test in tests) / len(tests)
+            assert row[column].split(" ")[0] == f"{mean:.2f}", (system, metric)
