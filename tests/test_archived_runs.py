@@ -8,13 +8,14 @@ what was committed (a translation file from another run) fails this test;
 and the table of docs/results.md §0 must agree with the records.
 """
 
-import gzip
 import json
 import pathlib
 
 import conllu
 import pytest
 import sacrebleu
+
+from syntax_t2t.io_utils import open_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARCHIVES = ROOT / "docs" / "runs"
@@ -30,12 +31,6 @@ def _records():
     return sorted(path.parent for path in ARCHIVES.glob("*/runs/*/seed*/scores.json"))
 
 
-def _open_text(path):
-    path = pathlib.Path(path)
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(
-        path, encoding="utf-8")
-
-
 def _needed(name):
     path = TEST_FILES.get(name)
     if path is None:
@@ -47,7 +42,7 @@ def _needed(name):
 
 def _heads(path):
     """Each sentence's HEAD column over its syntactic words (no multiword ranges)."""
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         return [[token["head"] for token in sentence if isinstance(token["id"], int)]
                 for sentence in conllu.parse_incr(handle)]
 
@@ -56,7 +51,7 @@ def _heads(path):
 def test_recorded_scores_match_the_recorded_outputs(record):
     scores = json.loads((record / "scores.json").read_text())
     for test, recorded in scores["translation"].items():
-        with _open_text(_needed(test)) as handle:
+        with open_text(_needed(test)) as handle:
             references = [line.rstrip("\n") for line in handle]
         hypotheses = (record / "tests" / f"{test}.hyp").read_text(encoding="utf-8").splitlines()
         assert len(hypotheses) == len(references)
