@@ -436,3 +436,27 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     assert "bin/train" not in restored.stderr and "bin/decode" not in restored.stderr
     again = json.loads((tmp_path / "grid2" / "results.json").read_text())
     assert again["tests"] == report["tests"] and again["parse_tests"] == report["parse_tests"]
+
+
+def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
+    experiment = _experiment()
+    rows = {"base": {"seeds": [1, 2, 3], "BLEU": [38.21, 39.09, 39.71], "chrF": [58.0] * 3,
+                     "BLEU_mean_sd": (39.0, 0.75), "chrF_mean_sd": (58.0, 0.0)},
+            "parse": {"seeds": [1, 2, 3], "BLEU": [39.33, 38.71, 38.92], "chrF": [58.0] * 3,
+                      "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0),
+                      "vs_baseline": {"delta": -0.01, "p_value": 0.973, "ci": [-1.04, 1.04],
+                                      "seeds": [3, 3], "detectable": 1.3216},
+                      "per_seed_bootstrap_p": {"1": 0.006}}}
+    built = {"experiment": "toy", "command": "bin/grid ...", "problem": experiment.problem,
+             "hparams_set": experiment.hparams_set, "checkpoint": "best", "baseline": "base",
+             "decode_hparams": "", "systems": {}, "tests": {"test": rows}, "parse_tests": {},
+             "runs": {"total": 6, "finished": 6, "unfinished": []}}
+    lines = report.markdown(built, experiment).splitlines()
+    header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
+    parse = next(line for line in lines if line.startswith("| parse |"))
+    base = next(line for line in lines if line.startswith("| base |"))
+    assert header.count("|") == parse.count("|") == base.count("|")
+    cells = dict(zip(header.split("|"), parse.split("|")))
+    assert cells[" detectable Δ "].strip() == "1.32"
+    assert cells[" p per seed (paired bootstrap) "].strip() == "s1: 0.006"
+    assert dict(zip(header.split("|"), base.split("|")))[" detectable Δ "].strip() == ""

@@ -87,3 +87,37 @@ def test_compare_translations_one_seed_each_is_koehns_paired_bootstrap():
 def test_mismatched_lengths_are_refused():
     with pytest.raises(ValueError, match="different numbers of sentences"):
         seed_significance.compare_over_seeds([_stats([1, 0])], [_stats([1])], _accuracy)
+
+
+# z[0.975] + z[0.8] from a printed normal table: 1.95996 + 0.84162.
+_Z_5_PERCENT_80_POWER = 2.80158
+
+
+def test_detectable_difference_by_hand():
+    """docs/results.md §0: `transformer` against `dep_parse_attention`, three seeds each."""
+    baseline, system = [38.21, 39.09, 39.71], [39.33, 38.71, 38.92]
+    # Means 39.00333 and 38.98667; squared deviations summed: 1.13627 and 0.19887.
+    squares = (0.79333 ** 2 + 0.08667 ** 2 + 0.70667 ** 2
+               + 0.34333 ** 2 + 0.27667 ** 2 + 0.06667 ** 2)
+    pooled_sd = (squares / 4) ** 0.5  # 0.57774
+    expected = _Z_5_PERCENT_80_POWER * pooled_sd * (2 / 3) ** 0.5  # 1.3216
+    assert seed_significance.detectable_difference(baseline, system) == pytest.approx(
+        expected, abs=1e-3)
+
+
+def test_detectable_difference_uses_whichever_system_has_a_spread():
+    # One baseline seed: the spread is the system's alone (sd 1 over 3 seeds).
+    assert seed_significance.detectable_difference([30.0], [29.0, 30.0, 31.0]) == pytest.approx(
+        _Z_5_PERCENT_80_POWER * 1.0 * (1 + 1 / 3) ** 0.5, abs=1e-4)
+    assert seed_significance.detectable_difference([30.0], [31.0]) is None
+    assert seed_significance.detectable_difference([], [31.0, 30.0]) is None
+
+
+def test_detectable_difference_shrinks_with_seeds_and_grows_with_power():
+    three = seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    twelve = seed_significance.detectable_difference([1.0, 2.0, 3.0] * 4, [1.0, 2.0, 3.0] * 4)
+    assert twelve < three / 1.9  # 4x the seeds: about half (the pooled sd also shrinks a little)
+    assert seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
+                                                    power=0.9) > three
+    assert seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
+                                                    alpha=0.01) > three

@@ -35,6 +35,10 @@ def _format(mean, sd, digits=2):
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+def _detectable(value):
+    return "" if value is None else f"{value:.2f}"
+
+
 def _hours(seconds):
     minutes = int(round(seconds / 60))
     return f"{minutes // 60}h{minutes % 60:02d}"
@@ -82,7 +86,10 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
                     list(base.values()), list(mine.values()), references, samples=samples)
                 row["vs_baseline"] = {"delta": comparison.delta, "p_value": comparison.p_value,
                                       "ci": [comparison.ci_low, comparison.ci_high],
-                                      "seeds": list(comparison.seeds)}
+                                      "seeds": list(comparison.seeds),
+                                      "detectable": seed_significance.detectable_difference(
+                                          [scores["translation"][test.name]["BLEU"]
+                                           for _, scores in baseline], bleu)}
                 per_seed = {}
                 for seed in sorted(set(base) & set(mine)):
                     result = translation.paired_bootstrap((experiment.baseline, base[seed]),
@@ -121,8 +128,9 @@ def markdown(report, experiment):
     for test, rows in report["tests"].items():
         lines += [f"## {test}: translation", "",
                   "| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
-                  "Δ BLEU | 95% CI | p (all seeds) | p per seed (paired bootstrap) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "Δ BLEU | 95% CI | p (all seeds) | detectable Δ | "
+                  "p per seed (paired bootstrap) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for name, row in rows.items():
             versus = row.get("vs_baseline")
             per_seed = ", ".join(f"s{seed}: {p:.3f}"
@@ -132,7 +140,8 @@ def markdown(report, experiment):
                 f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
                 f"{_format(*row['chrF_mean_sd'])} | "
                 + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
-                   f"{versus['p_value']:.3f}" if versus else " |  | ")
+                   f"{versus['p_value']:.3f} | {_detectable(versus.get('detectable'))}"
+                   if versus else " |  |  | ")
                 + f" | {per_seed} |")
         lines.append("")
     for test, block in report["parse_tests"].items():
@@ -157,8 +166,11 @@ def markdown(report, experiment):
     lines += ["", "Significance: 'p (all seeds)' is the two-level paired bootstrap over test "
               "sentences and training seeds (Clark et al. 2011; "
               "`syntax_t2t/evaluation/seed_significance.py`), 'p per seed' sacreBLEU's paired "
-              "bootstrap of the two systems' runs with the same seed. Settings were chosen on "
-              "the dev set; test scores are reported once.", ""]
+              "bootstrap of the two systems' runs with the same seed. 'detectable Δ' is the "
+              "smallest BLEU difference that these seeds, at the spread of their scores, "
+              "detect with 80% power at the 5% level (`seed_significance."
+              "detectable_difference`, seed variance only: a lower bound). Settings were "
+              "chosen on the dev set; test scores are reported once.", ""]
     unfinished = report["runs"]["unfinished"]
     if unfinished:
         lines += ["## Runs not finished", "",
