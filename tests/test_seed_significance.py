@@ -120,4 +120,4 @@ def test_detectable_difference_shrinks_with_seeds_and_grows_with_power():
     assert seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
                                                     power=0.9) > three
     assert seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
-                                                    alpha=0.01) > three
+                                                    level=0.01) > three

@@ -127,23 +127,23 @@ def compare_over_seeds(baseline: Sequence[np.ndarray], system: Sequence[np.ndarr
 
 
 def detectable_difference(baseline_scores: Sequence[float], system_scores: Sequence[float],
-                          alpha: float = 0.05, power: float = 0.8) -> Optional[float]:
+                          level: float = 0.05, power: float = 0.8) -> Optional[float]:
     """The smallest difference of mean scores that seeds this many and this spread can detect.
 
     How many seeds a comparison needs is set by how far one system's runs
     scatter: with a seed-to-seed standard deviation of 0.6 BLEU, three seeds a
     system cannot show a 0.5 BLEU gain however many test sentences there are.
-    This is the normal-approximation answer for a two-sided test at level
-    `alpha` with the given power, from the pooled sample variance of the two
+    This is the normal-approximation answer for a two-sided test at `level`
+    with the given power, from the pooled sample variance of the two
     systems' per-seed corpus scores (equal variances assumed):
-    (z[1 - alpha/2] + z[power]) * sd_pooled * sqrt(1/n_baseline + 1/n_system).
+    (z[1 - level/2] + z[power]) * sd_pooled * sqrt(1/n_baseline + 1/n_system).
     It counts the seed variance only; the two-level bootstrap adds the test
     sentences' variance, so it is a lower bound on what that test resolves.
 
     Args:
         baseline_scores: one corpus score per baseline seed.
         system_scores: one corpus score per system seed.
-        alpha: two-sided significance level.
+        level: two-sided significance level (not the decoder's length penalty alpha).
         power: the probability of detecting a true difference of the returned size.
 
     Returns:
@@ -157,7 +157,7 @@ def detectable_difference(baseline_scores: Sequence[float], system_scores: Seque
                   for scores in (baseline_scores, system_scores) if len(scores) > 1)
     pooled_sd = (squares / (n_base + n_sys - 2)) ** 0.5
     normal = statistics.NormalDist()
-    z = normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
+    z = normal.inv_cdf(1 - level / 2) + normal.inv_cdf(power)
     return z * pooled_sd * (1 / n_base + 1 / n_sys) ** 0.5
 
 
