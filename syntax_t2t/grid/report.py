@@ -73,6 +73,7 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
         outputs = {name: {run.seed: translation.read_segments(
             os.path.join(run.directory, "tests", f"{test.name}.hyp")) for run, _ in entries}
             for name, entries in collected.items()}
+        baseline_bleu = [scores["translation"][test.name]["BLEU"] for _, scores in baseline]
         rows = {}
         for name, entries in collected.items():
             bleu = [scores["translation"][test.name]["BLEU"] for _, scores in entries]
@@ -88,8 +89,7 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
                                       "ci": [comparison.ci_low, comparison.ci_high],
                                       "seeds": list(comparison.seeds),
                                       "detectable": seed_significance.detectable_difference(
-                                          [scores["translation"][test.name]["BLEU"]
-                                           for _, scores in baseline], bleu)}
+                                          baseline_bleu, bleu)}
                 per_seed = {}
                 for seed in sorted(set(base) & set(mine)):
                     result = translation.paired_bootstrap((experiment.baseline, base[seed]),
@@ -140,7 +140,7 @@ def markdown(report, experiment):
                 f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
                 f"{_format(*row['chrF_mean_sd'])} | "
                 + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
-                   f"{versus['p_value']:.3f} | {_detectable(versus.get('detectable'))}"
+                   f"{versus['p_value']:.3f} | {_detectable(versus['detectable'])}"
                    if versus else " |  |  | ")
                 + f" | {per_seed} |")
         lines.append("")
