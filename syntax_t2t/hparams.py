@@ -136,6 +136,20 @@ def parse_overrides(text):
     return overrides
 
 
+
+def replace_override(text, name, value):
+    """`text` (`--hparams` syntax) with `name` set to `value`, its other overrides as they were.
+
+    `replace_override("beam_size=4,alpha=0.6", "alpha", 1.5)` is
+    `"beam_size=4,alpha=1.5"`; a name that `text` lacks is appended.
+    """
+    parts = [part.strip() for part in _split(text, text) if part.strip()] if text else []
+    setting = f"{name}={value!r}"
+    replaced = [setting if part.split("=", 1)[0].strip() == name else part for part in parts]
+    if setting not in replaced:
+        replaced.append(setting)
+    return ",".join(replaced)
+
 # Ranges of the hyper-parameters every model shares, checked before a run starts
 # (`HParams.validate`): name -> (lowest allowed, highest allowed or None, whether
 # the highest is excluded). Every `*dropout` name is a probability in [0, 1).

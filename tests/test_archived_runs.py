@@ -23,6 +23,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 # Where each experiment's test references and gold trees are, under ../shared/data.
 TEST_FILES = {
     "test_2016_flickr": SHARED_DATA / "multi30k" / "test_2016_flickr.en.gz",
+    "val": SHARED_DATA / "multi30k" / "val.en.gz",
     "pud_cs": SHARED_DATA / "pud" / "cs_pud-ud-test.conllu.gz",
 }
 
@@ -38,6 +39,11 @@ def _needed(name):
     if not path.exists():
         pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
     return path
+
+
+def _lines(path):
+    with open_text(path) as handle:
+        return [line.rstrip("\n") for line in handle]
 
 
 def _heads(path):
@@ -59,6 +65,23 @@ def test_recorded_scores_match_the_recorded_outputs(record):
             recorded["BLEU"], abs=1e-6)
         assert sacrebleu.corpus_chrf(hypotheses, [references]).score == pytest.approx(
             recorded["chrF"], abs=1e-6)
+    choice = scores.get("length_penalty")
+    if choice is not None:
+        # The alpha was chosen on dev: its dev BLEU is the highest (the first
+        # listed among equals), recomputed from the archived dev translations.
+        references = _lines(_needed(choice["dev_set"]))
+        dev_bleu = {}
+        for alpha, recorded in choice["bleu"].items():
+            name = f"{choice['dev_set']}.alpha{alpha}.hyp.gz"
+            hypotheses = _lines(record / "tests" / "dev" / name)
+            dev_bleu[alpha] = sacrebleu.corpus_bleu(hypotheses, [references]).score
+            assert dev_bleu[alpha] == pytest.approx(recorded, abs=1e-6)
+        assert float(max(dev_bleu, key=dev_bleu.get)) == choice["alpha"]
+        for test, recorded in scores["translation_dev_alpha"].items():
+            references = _lines(_needed(test))
+            hypotheses = _lines(record / "tests" / f"{test}.dev_alpha.hyp")
+            assert sacrebleu.corpus_bleu(hypotheses, [references]).score == pytest.approx(
+                recorded["BLEU"], abs=1e-6)
     for test, recorded in scores["parse"].items():
         gold = _heads(_needed(test))
         predicted = _heads(record / "tests" / f"{test}.conllu.gz")

@@ -406,6 +406,11 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     assert versus["seeds"] == [2, 2] and 0 < versus["p_value"] <= 1
     assert set(rows["dep_parse"]["per_seed_bootstrap_p"]) == {"1", "2"}
     assert set(report["parse_tests"]["test_trees"]["systems"]) == {"dep_parse"}
+    # Each run also tested at the alpha its dev translations chose.
+    chosen = report["translation_dev_alpha"]["test"]
+    assert chosen["transformer"]["seeds"] == chosen["dep_parse"]["seeds"] == [1, 2]
+    assert set(chosen["dep_parse"]["alpha"]) <= {0.6, 1.5}
+    assert "vs_baseline" in chosen["dep_parse"]
     markdown = (grid_dir / "results.md").read_text()
     assert "Runs not finished" not in markdown
     assert "| dep_parse | 2 |" in markdown and "bin/grid --experiment=synthetic_reorder_smoke" in markdown
@@ -430,12 +435,15 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
         for seed in (1, 2):  # seed 1 of transformer finished before the flag was given
             assert (archive_dir / "runs" / system / f"seed{seed}" / "tests" / "test.hyp").exists()
     assert (archive_dir / "runs" / "dep_parse" / "seed1" / "tests" / "test_trees.conllu.gz").exists()
+    assert (archive_dir / "runs" / "dep_parse" / "seed2" / "tests" / "dev" /
+            "dev.alpha1.5.hyp.gz").exists()
     restored = _grid(data_dir, tmp_path / "grid2", f"--archive_dir={archive_dir}")
     assert restored.returncode == 0, restored.stderr[-3000:]
     assert "4 of 4 runs finished" in restored.stdout
     assert "bin/train" not in restored.stderr and "bin/decode" not in restored.stderr
     again = json.loads((tmp_path / "grid2" / "results.json").read_text())
     assert again["tests"] == report["tests"] and again["parse_tests"] == report["parse_tests"]
+    assert again["translation_dev_alpha"] == report["translation_dev_alpha"]
 
 
 def test_the_report_says_how_small_a_difference_its_seeds_can_detect():

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParams, HParamsError, parse_literal, parse_overrides
+from syntax_t2t.hparams import (HParams, HParamsError, parse_literal, parse_overrides,
+                                replace_override)
 
 
 def make():
@@ -114,6 +115,24 @@ def test_override_strings_round_trip(mapping):
                     for k, v in mapping.items())
     assert parse_overrides(text) == mapping
 
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True), values, max_size=6),
+       st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True),
+       st.floats(0, 10, allow_nan=False))
+def test_replacing_an_override_changes_that_one_only(mapping, name, value):
+    text = ",".join(f"{k}={v!r}" if isinstance(v, (float, str)) else
+                    f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in mapping.items())
+    replaced = replace_override(text, name, value)
+    assert parse_overrides(replaced) == {**mapping, name: value}
+    assert list(parse_overrides(replaced)) == list({**mapping, name: value})  # order kept
+
+
+def test_replacing_an_override_keeps_brackets_and_quotes_whole():
+    assert replace_override("beam_size=4,alpha=0.6", "alpha", 1.5) == "beam_size=4,alpha=1.5"
+    assert replace_override("", "alpha", 1.0) == "alpha=1.0"
+    assert replace_override("a=[1,2],s='x,y'", "alpha", 2.0) == "a=[1,2],s='x,y',alpha=2.0"
 
 def test_registered_sets_build_on_each_other():
     registry.import_all()

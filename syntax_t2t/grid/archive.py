@@ -14,6 +14,10 @@ another, and only its unfinished runs train:
         grid.json, scores.json, validation.json, training_time.json,
         hparams.json, flags.txt, environment.json
         tests/<test>.hyp          the test translations, as decoded
+        tests/<test>.dev_alpha.hyp, tests/length_penalty.json, tests/dev/*.hyp.gz
+                                  with length penalties chosen on dev: the test
+                                  translations at the chosen alpha, the choice, and
+                                  the dev translations it was made on (compressed)
         tests/<parse test>.conllu.gz, train.log.gz, test.log.gz
                                   the parse head's trees and the logs, compressed
                                   without timestamps (equal text, equal bytes)
@@ -31,7 +35,7 @@ import shutil
 
 from absl import logging
 
-from syntax_t2t.grid import runner
+from syntax_t2t.grid import length_penalty, runner
 from syntax_t2t.training import progress, run_directory, validation
 
 #: Copied as they are.
@@ -48,9 +52,13 @@ def record_dir(archive_dir, run):
     return os.path.join(archive_dir, "runs", run.system.name, f"seed{run.seed}")
 
 
-def _finished(state, grid_runner, run):
+def _missing_stages(state, grid_runner, run):
     done = (state or {}).get("done", {})
-    return bool(done) and all(done.get(key) for key, _ in grid_runner.stages(run, state))
+    return [key for key, _ in grid_runner.stages(run, state or {}) if not done.get(key)]
+
+
+def _finished(state, grid_runner, run):
+    return bool((state or {}).get("done")) and not _missing_stages(state, grid_runner, run)
 
 
 def _record_files(grid_runner, run):
@@ -60,6 +68,14 @@ def _record_files(grid_runner, run):
     for test in grid_runner.experiment.translation_tests:
         name = os.path.join("tests", f"{test.name}.hyp")
         files.append((name, name, False))
+        if grid_runner.experiment.length_penalties:
+            files.append((length_penalty.test_output(test), length_penalty.test_output(test),
+                          False))
+    if grid_runner.experiment.length_penalties:
+        files.append((length_penalty.CHOICE_FILE, length_penalty.CHOICE_FILE, False))
+        for alpha in grid_runner.experiment.length_penalties:
+            name = length_penalty.dev_output(grid_runner.experiment.dev_set, alpha)
+            files.append((name, name + ".gz", True))
     if grid_runner.has_parse_head(run):
         for test in grid_runner.experiment.parse_tests:
             name = os.path.join("tests", f"{test.name}.conllu")
@@ -135,6 +151,15 @@ def restore(grid_runner, run, archive_dir):
     source = record_dir(archive_dir, run)
     state = runner.read_json(os.path.join(source, runner.STATE_FILE))
     if not _finished(state, grid_runner, run):
+        missing = _missing_stages(state, grid_runner, run)
+        if missing and (state or {}).get("done", {}).get("train"):
+            # Without its weights the run cannot do them, and training it again
+            # from scratch behind the user's back would cost hours.
+            raise runner.GridError(
+                f"--archive_dir: {source} was archived before the experiment had the stages "
+                f"{', '.join(missing)}, which need the run's weights; run the grid where its "
+                f"checkpoints are (it does those stages and archives the run again), or move "
+                f"the record away to train the run afresh")
         return False
     theirs, ours = state.get("config", {}), grid_runner.config(run)
     differences = runner.differing_keys(theirs, ours, ignore=MACHINE_KEYS)

@@ -20,6 +20,7 @@ import dataclasses
 from typing import Optional, Sequence
 
 from syntax_t2t import registry
+from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.hparams import HParamsError, parse_overrides
 
 CHECKPOINT_CHOICES = ("best", "last", "average")
@@ -104,6 +105,11 @@ class Experiment:
             or `average` (of the last `average_checkpoints` checkpoints).
         average_checkpoints: how many checkpoints `average` averages.
         decode_hparams: the test decoding's settings.
+        length_penalties: candidate length-penalty exponents (`alpha`) to
+            choose from on `dev_set`; when given, each run is also tested
+            with the alpha that its own dev translations score best with
+            (`grid/length_penalty.py`), beside the fixed `decode_hparams`.
+        dev_set: the dev set that chooses among `length_penalties`.
         translation_tests: the test sets scored with BLEU.
         parse_tests: gold trees for the parse heads.
         eval_bleu_max_sentences: dev sentences decoded per evaluation (0 = all).
@@ -123,6 +129,8 @@ class Experiment:
     checkpoint: str = "best"
     average_checkpoints: int = 5
     decode_hparams: str = "beam_size=4,alpha=0.6"
+    length_penalties: Sequence[float] = ()
+    dev_set: Optional[TranslationTest] = None
     translation_tests: Sequence[TranslationTest] = ()
     parse_tests: Sequence[ParseTest] = ()
     eval_bleu_max_sentences: int = 0
@@ -168,6 +176,20 @@ def check(experiment, name, vocab_sizes=None):
     if experiment.eval_every < 1 or experiment.train_steps < experiment.eval_every:
         fail(f"train_steps={experiment.train_steps} and eval_every={experiment.eval_every} must "
              f"satisfy 1 <= eval_every <= train_steps")
+    try:
+        decode_hparams(experiment.decode_hparams)
+    except HParamsError as error:
+        fail(f"decode_hparams={experiment.decode_hparams!r}: {error}")
+    if experiment.length_penalties:
+        alphas = list(experiment.length_penalties)
+        if experiment.dev_set is None:
+            fail("length_penalties are chosen on a dev set, but dev_set is not given")
+        if len(set(alphas)) != len(alphas) or any(
+                not isinstance(alpha, (int, float)) or alpha < 0 for alpha in alphas):
+            fail(f"length_penalties={tuple(alphas)}: expected distinct numbers >= 0")
+        if experiment.dev_set.name in {test.name for test in experiment.translation_tests}:
+            fail(f"dev_set {experiment.dev_set.name!r} is also a test set: settings chosen on "
+                 f"a set are not tested on it")
     for system in experiment.systems:
         where = f"system {system.name!r}"
         if not system.name or "/" in system.name or system.name.startswith("."):

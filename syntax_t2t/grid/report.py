@@ -6,8 +6,10 @@ how much). Per test set and system: cased sacreBLEU and chrF as mean ± sample
 standard deviation over seeds and each seed's value; the difference of the
 means against the baseline with the seed-aware significance test
 (`evaluation/seed_significance.py`, all seeds of both systems) and, per seed
-that both systems have, sacreBLEU's paired bootstrap of that pair; the parse
-heads' UAS/LAS on gold trees beside the teacher parser's; steps, training
+that both systems have, sacreBLEU's paired bootstrap of that pair; where the
+experiment lists length penalties, the same table at the alpha each run's
+dev translations chose (`grid/length_penalty.py`), with each seed's alpha;
+the parse heads' UAS/LAS on gold trees beside the teacher parser's; steps, training
 wall time and target tokens/s of each run; and where each unfinished run
 stands (not started, training with its newest evaluation and best so far, or
 testing, with the stages left).
@@ -19,7 +21,7 @@ import statistics
 from syntax_t2t import io_utils
 from syntax_t2t.evaluation import seed_significance, translation
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
-from syntax_t2t.grid import runner
+from syntax_t2t.grid import length_penalty, runner
 from syntax_t2t.training import validation
 
 
@@ -54,6 +56,49 @@ def collect(grid_runner, runs):
     return collected
 
 
+def _translation_rows(grid_runner, collected, test, key, output, samples):
+    """Per system: the scores `scores[key][test]` over seeds, and the tests against the baseline.
+
+    `output(run)` is the file of the run's translations that were scored;
+    runs without `scores[key][test]` (scored before the experiment had that
+    stage) are left out.
+    """
+    experiment = grid_runner.experiment
+    references = translation.read_segments(grid_runner.path(test.reference))
+    entries_of = {name: [(run, scores[key][test.name]) for run, scores in entries
+                         if test.name in scores.get(key, {})]
+                  for name, entries in collected.items()}
+    entries_of = {name: entries for name, entries in entries_of.items() if entries}
+    outputs = {name: {run.seed: translation.read_segments(output(run)) for run, _ in entries}
+               for name, entries in entries_of.items()}
+    baseline = entries_of.get(experiment.baseline, [])
+    baseline_bleu = [scores["BLEU"] for _, scores in baseline]
+    rows = {}
+    for name, entries in entries_of.items():
+        bleu = [scores["BLEU"] for _, scores in entries]
+        chrf = [scores["chrF"] for _, scores in entries]
+        row = {"seeds": [run.seed for run, _ in entries], "BLEU": bleu, "chrF": chrf,
+               "BLEU_mean_sd": _mean_sd(bleu), "chrF_mean_sd": _mean_sd(chrf)}
+        if name != experiment.baseline and baseline:
+            base, mine = outputs[experiment.baseline], outputs[name]
+            comparison = seed_significance.compare_translations(
+                list(base.values()), list(mine.values()), references, samples=samples)
+            row["vs_baseline"] = {"delta": comparison.delta, "p_value": comparison.p_value,
+                                  "ci": [comparison.ci_low, comparison.ci_high],
+                                  "seeds": list(comparison.seeds),
+                                  "detectable": seed_significance.detectable_difference(
+                                      baseline_bleu, bleu)}
+            per_seed = {}
+            for seed in sorted(set(base) & set(mine)):
+                result = translation.paired_bootstrap((experiment.baseline, base[seed]),
+                                                      [(name, mine[seed])], references,
+                                                      samples=samples)
+                per_seed[str(seed)] = next(c.p_value for c in result if c.metric == "BLEU")
+            row["per_seed_bootstrap_p"] = per_seed
+        rows[name] = row
+    return rows
+
+
 def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES):
     """The report as a JSON-able dict (see the module docstring)."""
     experiment = grid_runner.experiment
@@ -67,38 +112,26 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
         report["systems"][name] = {
             "model": experiment.system(name).model, "hparams": experiment.system(name).hparams,
             "runs": [scores for _, scores in entries]}
-    baseline = collected.get(experiment.baseline, [])
     for test in experiment.translation_tests:
-        references = translation.read_segments(grid_runner.path(test.reference))
-        outputs = {name: {run.seed: translation.read_segments(
-            os.path.join(run.directory, "tests", f"{test.name}.hyp")) for run, _ in entries}
-            for name, entries in collected.items()}
-        baseline_bleu = [scores["translation"][test.name]["BLEU"] for _, scores in baseline]
-        rows = {}
-        for name, entries in collected.items():
-            bleu = [scores["translation"][test.name]["BLEU"] for _, scores in entries]
-            chrf = [scores["translation"][test.name]["chrF"] for _, scores in entries]
-            row = {"seeds": [run.seed for run, _ in entries], "BLEU": bleu, "chrF": chrf,
-                   "BLEU_mean_sd": _mean_sd(bleu), "chrF_mean_sd": _mean_sd(chrf)}
-            if name != experiment.baseline and baseline:
-                base = outputs[experiment.baseline]
-                mine = outputs[name]
-                comparison = seed_significance.compare_translations(
-                    list(base.values()), list(mine.values()), references, samples=samples)
-                row["vs_baseline"] = {"delta": comparison.delta, "p_value": comparison.p_value,
-                                      "ci": [comparison.ci_low, comparison.ci_high],
-                                      "seeds": list(comparison.seeds),
-                                      "detectable": seed_significance.detectable_difference(
-                                          baseline_bleu, bleu)}
-                per_seed = {}
-                for seed in sorted(set(base) & set(mine)):
-                    result = translation.paired_bootstrap((experiment.baseline, base[seed]),
-                                                          [(name, mine[seed])], references,
-                                                          samples=samples)
-                    per_seed[str(seed)] = next(c.p_value for c in result if c.metric == "BLEU")
-                row["per_seed_bootstrap_p"] = per_seed
-            rows[name] = row
-        report["tests"][test.name] = rows
+        report["tests"][test.name] = _translation_rows(
+            grid_runner, collected, test, "translation",
+            lambda run, test=test: os.path.join(run.directory, "tests", f"{test.name}.hyp"),
+            samples)
+    if experiment.length_penalties:
+        report["length_penalties"] = list(experiment.length_penalties)
+        report["dev_set"] = experiment.dev_set.name
+        report[length_penalty.SCORES_KEY] = {}
+        for test in experiment.translation_tests:
+            rows = _translation_rows(
+                grid_runner, collected, test, length_penalty.SCORES_KEY,
+                lambda run, test=test: os.path.join(run.directory,
+                                                    length_penalty.test_output(test)),
+                samples)
+            for name, row in rows.items():
+                row["alpha"] = [scores["length_penalty"]["alpha"]
+                                for _, scores in collected[name]
+                                if test.name in scores.get(length_penalty.SCORES_KEY, {})]
+            report[length_penalty.SCORES_KEY][test.name] = rows
     scored = {run.name for entries in collected.values() for run, _ in entries}
     report["runs"] = {"total": len(runs), "finished": len(scored),
                       "unfinished": [grid_runner.progress(run) for run in runs
@@ -126,24 +159,14 @@ def markdown(report, experiment):
               f"**{report['runs']['finished']} of {report['runs']['total']} runs finished**"
               + (" (the rest: the last section)." if report["runs"]["unfinished"] else "."), ""]
     for test, rows in report["tests"].items():
-        lines += [f"## {test}: translation", "",
-                  "| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
-                  "Δ BLEU | 95% CI | p (all seeds) | detectable Δ | "
-                  "p per seed (paired bootstrap) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for name, row in rows.items():
-            versus = row.get("vs_baseline")
-            per_seed = ", ".join(f"s{seed}: {p:.3f}"
-                                 for seed, p in row.get("per_seed_bootstrap_p", {}).items())
-            lines.append(
-                f"| {name} | {len(row['seeds'])} | {_format(*row['BLEU_mean_sd'])} | "
-                f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
-                f"{_format(*row['chrF_mean_sd'])} | "
-                + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
-                   f"{versus['p_value']:.3f} | {_detectable(versus['detectable'])}"
-                   if versus else " |  |  | ")
-                + f" | {per_seed} |")
-        lines.append("")
+        lines += [f"## {test}: translation", ""] + _translation_table(rows) + [""]
+    for test, rows in report.get(length_penalty.SCORES_KEY, {}).items():
+        lines += [f"## {test}: translation, length penalty chosen on dev", "",
+                  f"The same checkpoints decoded with the alpha among "
+                  f"{', '.join(f'{alpha:g}' for alpha in report['length_penalties'])} whose "
+                  f"translations of `{report['dev_set']}` score the highest BLEU for each run "
+                  f"(`syntax_t2t/grid/length_penalty.py`); the rest of the decoding as above.", ""]
+        lines += _translation_table(rows, alpha=True) + [""]
     for test, block in report["parse_tests"].items():
         teacher = block["teacher"]
         lines += [f"## {test}: parse heads on gold trees", ""]
@@ -185,6 +208,28 @@ def markdown(report, experiment):
                          + f" | {', '.join(entry.get('stages_left', []))} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _translation_table(rows, alpha=False):
+    """The markdown table of `_translation_rows`, with each seed's alpha when `alpha`."""
+    lines = ["| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
+             "Δ BLEU | 95% CI | p (all seeds) | detectable Δ | "
+             "p per seed (paired bootstrap) |" + (" alpha per seed |" if alpha else ""),
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if alpha else "")]
+    for name, row in rows.items():
+        versus = row.get("vs_baseline")
+        per_seed = ", ".join(f"s{seed}: {p:.3f}"
+                             for seed, p in row.get("per_seed_bootstrap_p", {}).items())
+        lines.append(
+            f"| {name} | {len(row['seeds'])} | {_format(*row['BLEU_mean_sd'])} | "
+            f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
+            f"{_format(*row['chrF_mean_sd'])} | "
+            + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
+               f"{versus['p_value']:.3f} | {_detectable(versus['detectable'])}"
+               if versus else " |  |  | ")
+            + f" | {per_seed} |"
+            + (f" {', '.join(f'{value:g}' for value in row['alpha'])} |" if alpha else ""))
+    return lines
 
 
 def _training_row(name, scores):

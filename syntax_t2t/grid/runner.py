@@ -7,6 +7,9 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
         grid.lock                     held by the process working on the run
         train.log                     bin/train's output, appended per invocation
         tests/<test>.hyp              test translations of the chosen checkpoint
+        tests/length_penalty.json,    with `Experiment.length_penalties`: the alpha
+        tests/<test>.dev_alpha.hyp    chosen on dev, the test translations with it
+        tests/dev/                    and the dev translations of each candidate
         tests/<parse test>.conllu     the parse head's trees of gold-treebank words
         scores.json                   the run's scores and training figures
     G/teacher/<parse test>.conllu     the teacher parser's trees of the same words
@@ -59,6 +62,7 @@ from absl import logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.evaluation import attachment, translation
+from syntax_t2t.grid import length_penalty
 from syntax_t2t.grid.experiment import ExperimentError
 from syntax_t2t.models.parse_head import SupervisedHeadLosses
 from syntax_t2t.training import progress, validation
@@ -394,12 +398,15 @@ class GridRunner:
             f"--output_dir={run.directory}", f"--averaged_dir={averaged}",
             f"--num_last_checkpoints={self.experiment.average_checkpoints}"], "test.log")
 
-    def decode_test(self, run, test):
-        output = os.path.join(run.directory, "tests", f"{test.name}.hyp")
+    def decode_test(self, run, test, output=None, alpha=None):
+        """Translates a test (or dev) set; `alpha` replaces the experiment's length penalty."""
+        output = os.path.join(run.directory, output or os.path.join("tests", f"{test.name}.hyp"))
         os.makedirs(os.path.dirname(output), exist_ok=True)
+        settings = self.experiment.decode_hparams
+        if alpha is not None:
+            settings = length_penalty.with_alpha(settings, alpha)
         command = tool_command("decode") + [
-            f"--output_dir={self.checkpoint_dir(run)}",
-            f"--decode_hparams={self.experiment.decode_hparams}",
+            f"--output_dir={self.checkpoint_dir(run)}", f"--decode_hparams={settings}",
             f"--decode_from_file={self.path(test.source)}", f"--decode_to_file={output}"]
         if test.detokenize:
             command.append("--detokenize")
@@ -449,11 +456,29 @@ class GridRunner:
             stages.append(("average", lambda: self.average(run)))
         for test in self.experiment.translation_tests:
             stages.append((f"decode:{test.name}", lambda test=test: self.decode_test(run, test)))
+        stages += self.length_penalty_stages(run)
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
                 stages.append((f"parse:{test.name}", lambda test=test: self.parse_test(run, test)))
         stages.append(("score", lambda: write_json(os.path.join(run.directory, SCORES_FILE),
                                                    self.score(run, state))))
+        return stages
+
+    def length_penalty_stages(self, run):
+        """The dev decodes of each candidate alpha, the choice, the test decodes with it."""
+        experiment = self.experiment
+        if not experiment.length_penalties:
+            return []
+        dev = experiment.dev_set
+        stages = [(f"dev:alpha={alpha:g}", lambda alpha=alpha: self.decode_test(
+            run, dev, length_penalty.dev_output(dev, alpha), alpha))
+            for alpha in experiment.length_penalties]
+        stages.append(("choose:alpha", lambda: length_penalty.write_choice(
+            run.directory, dev, experiment.length_penalties, self.path(dev.reference))))
+        for test in experiment.translation_tests:
+            stages.append((f"decode:{test.name}:dev_alpha", lambda test=test: self.decode_test(
+                run, test, length_penalty.test_output(test),
+                length_penalty.read_choice(run.directory)["alpha"])))
         return stages
 
     def execute(self, run):
@@ -471,8 +496,12 @@ class GridRunner:
                 return False
             state = self.claim(run)  # read under the lock: the other process may have moved on
             state.setdefault("done", {})
+            worked = False
             for key, action in self.stages(run, state):
-                if not state["done"].get(key):
+                # Scores are rewritten after any stage ran: a stage the experiment
+                # gained after the run was scored (`length_penalties`) adds to them.
+                if not state["done"].get(key) or (key == "score" and worked):
+                    worked = True
                     action()
                     state["done"][key] = True
                     self._save_state(run, state)
@@ -522,6 +551,15 @@ class GridRunner:
             hypotheses = os.path.join(run.directory, "tests", f"{test.name}.hyp")
             metrics = translation.score_files(hypotheses, self.path(test.reference))
             scores["translation"][test.name] = {key: value.score for key, value in metrics.items()}
+        if self.experiment.length_penalties:
+            scores["length_penalty"] = length_penalty.read_choice(run.directory)
+            scores[length_penalty.SCORES_KEY] = {}
+            for test in self.experiment.translation_tests:
+                metrics = translation.score_files(
+                    os.path.join(run.directory, length_penalty.test_output(test)),
+                    self.path(test.reference))
+                scores[length_penalty.SCORES_KEY][test.name] = {
+                    key: value.score for key, value in metrics.items()}
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
                 predicted = os.path.join(run.directory, "tests", f"{test.name}.conllu")
