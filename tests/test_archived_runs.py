@@ -57,8 +57,7 @@ def _heads(path):
 def test_recorded_scores_match_the_recorded_outputs(record):
     scores = json.loads((record / "scores.json").read_text())
     for test, recorded in scores["translation"].items():
-        with open_text(_needed(test)) as handle:
-            references = [line.rstrip("\n") for line in handle]
+        references = _lines(_needed(test))
         hypotheses = (record / "tests" / f"{test}.hyp").read_text(encoding="utf-8").splitlines()
         assert len(hypotheses) == len(references)
         assert sacrebleu.corpus_bleu(hypotheses, [references]).score == pytest.approx(

@@ -65,17 +65,16 @@ def _record_files(grid_runner, run):
     """`[(path in the run, path in the record, compress)]` of a finished run's record."""
     files = [(name, name, False) for name in PLAIN_FILES]
     files += [(name, name + ".gz", True) for name in COMPRESSED_FILES]
-    for test in grid_runner.experiment.translation_tests:
-        name = os.path.join("tests", f"{test.name}.hyp")
-        files.append((name, name, False))
-        if grid_runner.experiment.length_penalties:
-            files.append((length_penalty.test_output(test), length_penalty.test_output(test),
-                          False))
-    if grid_runner.experiment.length_penalties:
+    experiment = grid_runner.experiment
+    outputs = [runner.test_output]
+    if experiment.length_penalties:
+        outputs.append(length_penalty.test_output)
         files.append((length_penalty.CHOICE_FILE, length_penalty.CHOICE_FILE, False))
-        for alpha in grid_runner.experiment.length_penalties:
-            name = length_penalty.dev_output(grid_runner.experiment.dev_set, alpha)
+        for alpha in experiment.length_penalties:
+            name = length_penalty.dev_output(experiment.dev_set, alpha)
             files.append((name, name + ".gz", True))
+    files += [(output(test), output(test), False)
+              for output in outputs for test in experiment.translation_tests]
     if grid_runner.has_parse_head(run):
         for test in grid_runner.experiment.parse_tests:
             name = os.path.join("tests", f"{test.name}.conllu")

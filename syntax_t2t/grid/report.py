@@ -59,7 +59,7 @@ def collect(grid_runner, runs):
 def _translation_rows(grid_runner, collected, test, key, output, samples):
     """Per system: the scores `scores[key][test]` over seeds, and the tests against the baseline.
 
-    `output(run)` is the file of the run's translations that were scored;
+    `output(test)` is the run-relative file of the translations that were scored;
     runs without `scores[key][test]` (scored before the experiment had that
     stage) are left out.
     """
@@ -69,7 +69,9 @@ def _translation_rows(grid_runner, collected, test, key, output, samples):
                          if test.name in scores.get(key, {})]
                   for name, entries in collected.items()}
     entries_of = {name: entries for name, entries in entries_of.items() if entries}
-    outputs = {name: {run.seed: translation.read_segments(output(run)) for run, _ in entries}
+    outputs = {name: {run.seed: translation.read_segments(os.path.join(run.directory,
+                                                                        output(test)))
+                      for run, _ in entries}
                for name, entries in entries_of.items()}
     baseline = entries_of.get(experiment.baseline, [])
     baseline_bleu = [scores["BLEU"] for _, scores in baseline]
@@ -114,23 +116,18 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
             "runs": [scores for _, scores in entries]}
     for test in experiment.translation_tests:
         report["tests"][test.name] = _translation_rows(
-            grid_runner, collected, test, "translation",
-            lambda run, test=test: os.path.join(run.directory, "tests", f"{test.name}.hyp"),
-            samples)
+            grid_runner, collected, test, "translation", runner.test_output, samples)
     if experiment.length_penalties:
         report["length_penalties"] = list(experiment.length_penalties)
         report["dev_set"] = experiment.dev_set.name
         report[length_penalty.SCORES_KEY] = {}
         for test in experiment.translation_tests:
-            rows = _translation_rows(
-                grid_runner, collected, test, length_penalty.SCORES_KEY,
-                lambda run, test=test: os.path.join(run.directory,
-                                                    length_penalty.test_output(test)),
-                samples)
+            rows = _translation_rows(grid_runner, collected, test, length_penalty.SCORES_KEY,
+                                     length_penalty.test_output, samples)
             for name, row in rows.items():
-                row["alpha"] = [scores["length_penalty"]["alpha"]
-                                for _, scores in collected[name]
-                                if test.name in scores.get(length_penalty.SCORES_KEY, {})]
+                alpha = {run.seed: scores["length_penalty"]["alpha"]
+                         for run, scores in collected[name]}
+                row["alpha"] = [alpha[seed] for seed in row["seeds"]]
             report[length_penalty.SCORES_KEY][test.name] = rows
     scored = {run.name for entries in collected.values() for run, _ in entries}
     report["runs"] = {"total": len(runs), "finished": len(scored),

@@ -124,6 +124,11 @@ class PassedOnSignals(StopSignals):
             self.process.send_signal(number)
 
 
+def test_output(test):
+    """The run-relative path of a test set's translations at the experiment's decoding settings."""
+    return os.path.join("tests", f"{test.name}.hyp")
+
+
 def tool_command(name):
     """The command that runs the project's program `name` (`bin/<name>` or its console script)."""
     script = Path(__file__).resolve().parents[2] / "bin" / name
@@ -400,7 +405,7 @@ class GridRunner:
 
     def decode_test(self, run, test, output=None, alpha=None):
         """Translates a test (or dev) set; `alpha` replaces the experiment's length penalty."""
-        output = os.path.join(run.directory, output or os.path.join("tests", f"{test.name}.hyp"))
+        output = os.path.join(run.directory, output or test_output(test))
         os.makedirs(os.path.dirname(output), exist_ok=True)
         settings = self.experiment.decode_hparams
         if alpha is not None:
@@ -534,6 +539,12 @@ class GridRunner:
 
     # Scores ------------------------------------------------------------------
 
+    def _score_translations(self, run, output):
+        """`{test: {metric: score}}` of the translations at `output(test)` in the run."""
+        return {test.name: {key: value.score for key, value in translation.score_files(
+                    os.path.join(run.directory, output(test)), self.path(test.reference)).items()}
+                for test in self.experiment.translation_tests}
+
     def score(self, run, state):
         """The run's test scores and training figures."""
         history = validation.read_history(run.directory)
@@ -546,20 +557,11 @@ class GridRunner:
                   "tokens_per_second": (trained["tokens"] / trained["seconds"]
                                         if trained["seconds"] else None),
                   "wall_seconds": state.get("wall_seconds", 0.0),
-                  "translation": {}, "parse": {}}
-        for test in self.experiment.translation_tests:
-            hypotheses = os.path.join(run.directory, "tests", f"{test.name}.hyp")
-            metrics = translation.score_files(hypotheses, self.path(test.reference))
-            scores["translation"][test.name] = {key: value.score for key, value in metrics.items()}
+                  "translation": self._score_translations(run, test_output), "parse": {}}
         if self.experiment.length_penalties:
             scores["length_penalty"] = length_penalty.read_choice(run.directory)
-            scores[length_penalty.SCORES_KEY] = {}
-            for test in self.experiment.translation_tests:
-                metrics = translation.score_files(
-                    os.path.join(run.directory, length_penalty.test_output(test)),
-                    self.path(test.reference))
-                scores[length_penalty.SCORES_KEY][test.name] = {
-                    key: value.score for key, value in metrics.items()}
+            scores[length_penalty.SCORES_KEY] = self._score_translations(
+                run, length_penalty.test_output)
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
                 predicted = os.path.join(run.directory, "tests", f"{test.name}.conllu")
