@@ -57,6 +57,7 @@ def test_only_alpha_changes_in_the_decoding_settings():
     (dict(dev_set=None), "dev_set is not given"),
     (dict(length_penalties=(0.6, 0.6)), r"length_penalties=\(0.6, 0.6\): expected distinct"),
     (dict(length_penalties=(0.6, -1.0)), "expected distinct numbers >= 0"),
+    (dict(length_penalties=(0.6, True)), "expected distinct numbers >= 0"),
     (dict(dev_set=TranslationTest("test", "d.src", "d.ref")),
      "dev_set 'test' is also a test set"),
     (dict(decode_hparams="beam_size=0"), "decode_hparams='beam_size=0': .*at least 1"),
@@ -160,6 +161,9 @@ def test_the_report_tables_the_dev_chosen_alpha_and_tests_it_against_the_baselin
                 if line.startswith("| parse |"))
     header = next(line for line in text.splitlines() if line.endswith(" alpha per seed |"))
     assert line.count("|") == header.count("|") and line.endswith(" 1 |")
+    report.write(base_grid, [base, parse], "bin/grid ...", samples=200)
+    for png in ("bleu_test.png", "bleu_test.dev_alpha.png"):
+        assert os.path.getsize(os.path.join(base_grid.output_dir, png)) > 1000
 
 
 def test_the_record_keeps_the_choice_and_an_older_record_is_not_trained_again(tmp_path):

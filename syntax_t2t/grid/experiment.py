@@ -185,7 +185,9 @@ def check(experiment, name, vocab_sizes=None):
         if experiment.dev_set is None:
             fail("length_penalties are chosen on a dev set, but dev_set is not given")
         if len(set(alphas)) != len(alphas) or any(
-                not isinstance(alpha, (int, float)) or alpha < 0 for alpha in alphas):
+                # bool is an int to isinstance; `True` in a list of exponents is a typo.
+                isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0
+                for alpha in alphas):
             fail(f"length_penalties={tuple(alphas)}: expected distinct numbers >= 0")
         if experiment.dev_set.name in {test.name for test in experiment.translation_tests}:
             fail(f"dev_set {experiment.dev_set.name!r} is also a test set: settings chosen on "

@@ -245,10 +245,14 @@ def write(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
     runner.write_json(os.path.join(output_dir, "results.json"), report)
     io_utils.atomic_write_text(os.path.join(output_dir, "results.md"),
                                markdown(report, grid_runner.experiment))
-    for test, rows in report["tests"].items():
-        if rows:
-            plot_system_scores({name: row["BLEU"] for name, row in rows.items()},
-                               os.path.join(output_dir, f"bleu_{test}.png"))
+    tables = [(report["tests"], "", "BLEU"),
+              (report.get(length_penalty.SCORES_KEY, {}), ".dev_alpha",
+               "BLEU at the dev-chosen alpha")]
+    for tests, suffix, metric in tables:
+        for test, rows in tests.items():
+            if rows:
+                plot_system_scores({name: row["BLEU"] for name, row in rows.items()},
+                                   os.path.join(output_dir, f"bleu_{test}{suffix}.png"), metric)
     curves, best_steps, systems = {}, {}, {}
     for run in runs:
         history = validation.read_history(run.directory)  # empty when there is no file
