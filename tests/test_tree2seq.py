@@ -311,3 +311,9 @@ def test_trains_and_decodes_pud_syntax_cs_en(tmp_path, capsys):
                                          "batch_size=512,max_length=64", capsys)
     assert np.isfinite(dev_loss)
     assert len(outputs["greedy"]) == len(outputs["length_model"]) == 5
+
+
+def test_a_vocabulary_the_problem_lacks_is_named_with_the_ones_it_gives():
+    with pytest.raises(KeyError, match=r"model Tree2Seq needs vocab_sizes\['targets'\]; "
+                                       r"the problem gives \['inputs'\]"):
+        Tree2Seq(tiny_hparams(), {"inputs": 30})

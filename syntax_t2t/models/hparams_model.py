@@ -12,6 +12,13 @@ class HParamsModel(keras.Model):
     rebuilds the same model class with the same hparams and vocabularies.
     """
 
+    def vocab_size(self, key):
+        """The size of vocabulary `key`, with a clear error when the problem lacks it."""
+        if key not in self.vocab_sizes:
+            raise KeyError(f"model {type(self).__name__} needs vocab_sizes[{key!r}]; the "
+                           f"problem gives {sorted(self.vocab_sizes)}")
+        return self.vocab_sizes[key]
+
     def get_config(self):
         return {"name": self.name, "hparams": self.hparams.to_json(),
                 "vocab_sizes": dict(self.vocab_sizes)}

@@ -174,13 +174,6 @@ class Transformer(HParamsModel):
                 raise HParamsError(f"{head_name}={head}: the layers have heads 0 .. "
                                    f"{hp.num_heads - 1}")
 
-    def vocab_size(self, key):
-        """The size of vocabulary `key`, with a clear error when the problem lacks it."""
-        if key not in self.vocab_sizes:
-            raise KeyError(f"model {type(self).__name__} needs vocab_sizes[{key!r}]; the "
-                           f"problem gives {sorted(self.vocab_sizes)}")
-        return self.vocab_sizes[key]
-
     def _build_layers(self):
         """Creates every weight now: their shapes depend on hparams only."""
         hidden = self.hparams.hidden_size

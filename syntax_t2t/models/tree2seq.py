@@ -195,7 +195,7 @@ class Tree2Seq(HParamsModel):
                 unit_forget_bias=False, name=name)
 
         self.source_embedding = keras.layers.Embedding(
-            self._vocab_size("inputs"), hp.embedding_size, embeddings_initializer=uniform,
+            self.vocab_size("inputs"), hp.embedding_size, embeddings_initializer=uniform,
             name="source_embedding")
         self.encoder_cells = [lstm_cell(f"encoder_lstm_{i}") for i in range(hp.num_encoder_layers)]
         if self.uses_trees:
@@ -205,13 +205,13 @@ class Tree2Seq(HParamsModel):
                 hidden, kernel_initializer=uniform, forget_bias=hp.forget_bias,
                 name="decoder_initializer")
         self.target_embedding = keras.layers.Embedding(
-            self._vocab_size("targets"), hp.embedding_size, embeddings_initializer=uniform,
+            self.vocab_size("targets"), hp.embedding_size, embeddings_initializer=uniform,
             name="target_embedding")
         self.decoder_cell = lstm_cell("decoder_lstm")
         self.attention_output = keras.layers.Dense(hidden, activation="tanh",
                                                    kernel_initializer=uniform,
                                                    name="attention_output")
-        self.output_layer = BlackOut(self._vocab_size("targets"), hp.blackout_samples,
+        self.output_layer = BlackOut(self.vocab_size("targets"), hp.blackout_samples,
                                      beta=hp.blackout_beta, kernel_initializer="zeros",
                                      name="softmax")
         self._build_layers()
@@ -239,12 +239,6 @@ class Tree2Seq(HParamsModel):
         if self.uses_trees and hp.get("reverse_source", False):
             raise HParamsError("reverse_source=true: the tree encoder reads the words in their "
                                "order (their leaves); only the sequential model anmt reverses")
-
-    def _vocab_size(self, key):
-        if key not in self.vocab_sizes:
-            raise KeyError(f"model {type(self).__name__} needs vocab_sizes[{key!r}]; the "
-                           f"problem gives {sorted(self.vocab_sizes)}")
-        return self.vocab_sizes[key]
 
     def _build_layers(self):
         """Creates every weight now: their shapes depend on hparams only."""
