@@ -5,13 +5,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syntax_t2t.data.conllu_reader import read_conllu, write_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.parse_file import ParsedSentence, format_parsed, read_parsed, write_parsed
 from syntax_t2t.errors import InputError
-from syntax_t2t.evaluation.attachment import (attachment_scores, diagonal_precision, score_parse_files,
-                                              sentence_lines)
+from syntax_t2t.evaluation.attachment import (attachment_scores, attachment_scores_by_length,
+                                              diagonal_precision, score_parse_files, sentence_lines)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -122,3 +124,49 @@ def test_gold_treebank_scores_100_against_itself_and_less_when_shifted(tmp_path)
     scores = attachment_scores(diagonal, trees)
     assert scores.correct_heads == expected
     assert 0 < scores.uas < 100
+
+
+def test_uas_by_length_of_a_worked_example():
+    short = DependencyTree.from_heads(["Ahoj", "!"], [0, 1])
+    guess_short = ParsedSentence.predicted(short.tokens, [0, 0])  # word 2 wrong
+    guess_long = ParsedSentence.predicted(GOLD.tokens, [0, 1, 2, 1, 1, 0])  # words 3, 4 wrong
+    groups = attachment_scores_by_length([guess_long, guess_short, guess_long],
+                                         [GOLD, short, GOLD], edges=(2, 4))
+    # 1-2 words: the short sentence; 3-4 words: nobody, left out; 5+: both long ones.
+    assert [(low, high, s.sentences, s.words, s.correct_heads) for low, high, s in groups] == [
+        (1, 2, 1, 2, 1), (5, None, 2, 12, 8)]
+
+
+@st.composite
+def _parses(draw):
+    """A gold tree and a prediction of its words (heads need not form a tree)."""
+    n = draw(st.integers(1, 12))
+    gold_heads = [draw(st.integers(0, i)) for i in range(n)]  # head before the word: a tree
+    predicted = [draw(st.integers(0, n)) for _ in range(n)]
+    tokens = [f"w{i}" for i in range(n)]
+    return DependencyTree.from_heads(tokens, gold_heads), ParsedSentence.predicted(tokens, predicted)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_parses(), min_size=1, max_size=8),
+       st.lists(st.integers(1, 12), max_size=3, unique=True).map(sorted))
+def test_uas_by_length_counts_each_word_in_its_sentence_length_group(pairs, edges):
+    gold, predicted = [g for g, _ in pairs], [p for _, p in pairs]
+    groups = attachment_scores_by_length(predicted, gold, edges)
+    expected = {}
+    for tree, guess in pairs:  # naive: one group per sentence, found by scanning the edges
+        group = next((i for i, edge in enumerate(edges) if len(tree) <= edge), len(edges))
+        words, right = expected.get(group, (0, 0))
+        expected[group] = (words + len(tree),
+                           right + sum(int(a == b) for a, b in zip(guess.heads, tree.heads)))
+    assert [(s.words, s.correct_heads) for _, _, s in groups] == [
+        expected[group] for group in sorted(expected)]
+    lows = [low for low, _, _ in groups]
+    assert lows == sorted(lows) and sum(s.sentences for _, _, s in groups) == len(gold)
+
+
+def test_uas_by_length_checks_every_sentence_first():
+    other = ParsedSentence.predicted(["Ahoj", "?"], [0, 1])
+    with pytest.raises(InputError, match="sentence 1 has the words 'Ahoj \\?'"):
+        attachment_scores_by_length([other], [DependencyTree.from_heads(["Ahoj", "!"], [0, 1])],
+                                    edges=(9,))

@@ -16,6 +16,9 @@ import pytest
 from syntax_t2t import registry
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import archive, report, runner
+from syntax_t2t.data.conllu_reader import write_conllu
+from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.grid.experiment import Experiment, ParseTest, System, TranslationTest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,6 +53,8 @@ def test_registered_experiments_are_listed_and_pass_their_checks():
     (dict(systems=[System("base", "transformer", "hiden_size=3")]), "system 'base'.*hiden_size"),
     (dict(systems=[System("base", "transformer", "hidden_size=big")]), "system 'base'"),
     (dict(baseline="other"), "the baseline 'other' is not one of its systems"),
+    (dict(parse_tests=[ParseTest("pud", "gold.conllu", length_edges=(9, 9))]),
+     r"parse test 'pud': length bucket edges must be positive and increasing, got \[9, 9\]"),
     (dict(systems=[System("base", "transformer"), System("base", "dep_parse")]),
      "not unique"),
     (dict(problem="no_such_problem"), "unknown problem"),
@@ -375,6 +380,43 @@ def _grid(data_dir, output_dir, *extra):
     command = [sys.executable, str(REPO / "bin" / "grid"), "--experiment=synthetic_reorder_smoke",
                f"--output_dir={output_dir}", f"--data_dir={data_dir}", *extra]
     return subprocess.run(command, capture_output=True, text=True, timeout=1500)
+
+
+def test_the_report_gives_parse_uas_by_sentence_length_beside_the_teacher(tmp_path):
+    experiment = _experiment(parse_tests=[ParseTest("pud", "{data_dir}/gold.conllu",
+                                                    teacher_parser="spacy:teacher",
+                                                    length_edges=(2,))])
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path), {"data_dir": str(tmp_path)})
+    short = DependencyTree.from_heads(["a", "b"], [0, 1])
+    long = DependencyTree.from_heads(["c", "d", "e", "f"], [0, 1, 2, 3])
+    write_conllu([short, long], tmp_path / "gold.conllu")
+    os.makedirs(os.path.dirname(grid.teacher_output(experiment.parse_tests[0])))
+    # The teacher gets everything right but word 4 of the long sentence.
+    write_parsed([ParsedSentence.predicted(short, [0, 1]),
+                  ParsedSentence.predicted(long, [0, 1, 2, 2])],
+                 grid.teacher_output(experiment.parse_tests[0]))
+    heads = {1: ([0, 1], [0, 0, 0, 0]),   # short: 2 of 2 right; long: 1 of 4
+             2: ([0, 2], [0, 1, 2, 0])}   # short: 1 of 2; long: 3 of 4
+    runs = [run for run in runner.plan(experiment, str(tmp_path)) if run.system.name == "parse"]
+    for run in runs[:2]:
+        short_heads, long_heads = heads[run.seed]
+        os.makedirs(os.path.join(run.directory, "tests"))
+        write_parsed([ParsedSentence.predicted(short, short_heads),
+                      ParsedSentence.predicted(long, long_heads)],
+                     os.path.join(run.directory, runner.parse_output(experiment.parse_tests[0])))
+        runner.write_json(os.path.join(run.directory, runner.SCORES_FILE), {
+            "system": "parse", "seed": run.seed, "steps": 10, "best": None, "stopped_early": None,
+            "train_seconds": 1.0, "tokens_per_second": None, "translation": {},
+            "parse": {"pud": {"UAS": 50.0, "LAS": None}}})
+    built = report.build(grid, runs, "bin/grid ...")
+    block = built["parse_tests"]["pud"]
+    assert block["teacher"]["UAS"] == pytest.approx(100 * 5 / 6)
+    assert block["by_length"] == [
+        {"low": 1, "high": 2, "words": 2, "teacher": 100.0, "systems": {"parse": [100.0, 50.0]}},
+        {"low": 3, "high": None, "words": 4, "teacher": 75.0, "systems": {"parse": [25.0, 75.0]}}]
+    text = report.markdown(built, experiment)
+    assert "| sentence length | words | teacher | parse |" in text
+    assert "| 1-2 | 2 | 100.0 | 75.0 (75%) |" in text and "| 3+ | 4 | 75.0 | 50.0 (67%) |" in text
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ from syntax_t2t.data.features import diagonal_heads
 from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.decoding.parse_file import ParsedSentence, read_parsed
 from syntax_t2t.errors import InputError
+from syntax_t2t.evaluation.length_buckets import bucket_bounds
 
 PathLike = Union[str, os.PathLike]
 
@@ -135,6 +136,36 @@ def attachment_scores(predicted: Sequence[Parse], gold: Sequence[DependencyTree]
             correct_labelled += int((right_head & right_label).sum())
     return AttachmentScores(sentences=len(gold), words=words, correct_heads=correct_heads,
                             correct_labelled=correct_labelled if labelled else None)
+
+
+def attachment_scores_by_length(predicted: Sequence[Parse], gold: Sequence[DependencyTree],
+                                edges: Sequence[int], predicted_path: PathLike = "<predicted>",
+                                gold_path: PathLike = "<gold>",
+                                gold_lines: Optional[Sequence[int]] = None):
+    """`attachment_scores` within each group of gold sentences of `low..high` words.
+
+    A parser trained on short sentences can look weak overall only because
+    the test set is long (docs/results.md §4); the groups show where it fails.
+
+    Args:
+        predicted, gold, predicted_path, gold_path, gold_lines: as for
+            `attachment_scores`, which checks every sentence first.
+        edges: upper ends of the closed groups; an open last group follows
+            (`length_buckets.bucket_bounds`).
+
+    Returns:
+        `[(low, high, AttachmentScores)]`, shortest first, empty groups left
+        out; `high` is None for the open last group.
+    """
+    attachment_scores(predicted, gold, predicted_path, gold_path, gold_lines)
+    groups = []
+    for low, high in bucket_bounds(edges):
+        chosen = [i for i, tree in enumerate(gold)
+                  if low <= len(tree) and (high is None or len(tree) <= high)]
+        if chosen:
+            groups.append((low, high, attachment_scores([predicted[i] for i in chosen],
+                                                        [gold[i] for i in chosen])))
+    return groups
 
 
 def diagonal_precision(predicted: Sequence[Parse]) -> AttachmentScores:

@@ -77,7 +77,7 @@ def _record_files(grid_runner, run):
               for output in outputs for test in experiment.translation_tests]
     if grid_runner.has_parse_head(run):
         for test in grid_runner.experiment.parse_tests:
-            name = os.path.join("tests", f"{test.name}.conllu")
+            name = runner.parse_output(test)
             files.append((name, name + ".gz", True))
     return files
 

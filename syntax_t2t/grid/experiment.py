@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 from syntax_t2t import registry
 from syntax_t2t.decoding.decode_hparams import decode_hparams
+from syntax_t2t.evaluation.length_buckets import bucket_bounds
 from syntax_t2t.hparams import HParamsError, parse_overrides
 
 CHECKPOINT_CHOICES = ("best", "last", "average")
@@ -78,11 +79,14 @@ class ParseTest:
         teacher_parser: a `--parser` spec whose parse of the gold words is
             scored too (None = the parser the problem's data was built with,
             when it recorded one).
+        length_edges: the report also gives UAS within groups of gold
+            sentences of 1..e1, e1+1..e2, ... words and a last open group.
     """
 
     name: str
     gold: str
     teacher_parser: Optional[str] = None
+    length_edges: Sequence[int] = (9, 19, 29, 39)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +196,11 @@ def check(experiment, name, vocab_sizes=None):
         if experiment.dev_set.name in {test.name for test in experiment.translation_tests}:
             fail(f"dev_set {experiment.dev_set.name!r} is also a test set: settings chosen on "
                  f"a set are not tested on it")
+    for test in experiment.parse_tests:
+        try:
+            bucket_bounds(test.length_edges)
+        except ValueError as error:
+            fail(f"parse test {test.name!r}: {error}")
     for system in experiment.systems:
         where = f"system {system.name!r}"
         if not system.name or "/" in system.name or system.name.startswith("."):

@@ -9,7 +9,8 @@ means against the baseline with the seed-aware significance test
 that both systems have, sacreBLEU's paired bootstrap of that pair; where the
 experiment lists length penalties, the same table at the alpha each run's
 dev translations chose (`grid/length_penalty.py`), with each seed's alpha;
-the parse heads' UAS/LAS on gold trees beside the teacher parser's; steps, training
+the parse heads' UAS/LAS on gold trees beside the teacher parser's, overall and
+by gold sentence length (`ParseTest.length_edges`); steps, training
 wall time and target tokens/s of each run; and where each unfinished run
 stands (not started, training with its newest evaluation and best so far, or
 testing, with the stages left).
@@ -19,7 +20,8 @@ import os
 import statistics
 
 from syntax_t2t import io_utils
-from syntax_t2t.evaluation import seed_significance, translation
+from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.evaluation import attachment, seed_significance, translation
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
 from syntax_t2t.grid import length_penalty, runner
 from syntax_t2t.training import validation
@@ -137,11 +139,41 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
         heads = {name: [scores["parse"][test.name]["UAS"] for _, scores in entries
                         if test.name in scores.get("parse", {})]
                  for name, entries in collected.items()}
+        teacher = grid_runner.teacher_parse(test)
         report["parse_tests"][test.name] = {
-            "teacher": grid_runner.teacher_parse(test),
+            "teacher": teacher,
             "systems": {name: {"UAS": values, "UAS_mean_sd": _mean_sd(values)}
-                        for name, values in heads.items() if values}}
+                        for name, values in heads.items() if values},
+            "by_length": _uas_by_length(grid_runner, collected, test, teacher is not None)}
     return report
+
+
+def _uas_by_length(grid_runner, collected, test, with_teacher):
+    """`[{low, high, words, teacher, systems: {name: [UAS per seed]}}]` by gold sentence length.
+
+    Read from the runs' parse outputs, so an archived run needs no rescoring;
+    `teacher` is None without a teacher parse (`with_teacher` False).
+    """
+    parsed = {name: [os.path.join(run.directory, runner.parse_output(test))
+                     for run, scores in entries if test.name in scores.get("parse", {})]
+              for name, entries in collected.items()}
+    parsed = {name: paths for name, paths in parsed.items() if paths}
+    if not parsed:
+        return []
+    gold_path = grid_runner.path(test.gold)
+    gold, lines = attachment.read_gold(gold_path)
+
+    def groups(path):
+        return attachment.attachment_scores_by_length(
+            read_parsed(path), gold, test.length_edges, path, gold_path, lines)
+
+    systems = {name: [groups(path) for path in paths] for name, paths in parsed.items()}
+    teacher = groups(grid_runner.teacher_output(test)) if with_teacher else None
+    return [{"low": low, "high": high, "words": counts.words,
+             "teacher": teacher[index][2].uas if teacher else None,
+             "systems": {name: [seed[index][2].uas for seed in seeds]
+                         for name, seeds in systems.items()}}
+            for index, (low, high, counts) in enumerate(next(iter(systems.values()))[0])]
 
 
 def markdown(report, experiment):
@@ -177,6 +209,7 @@ def markdown(report, experiment):
             lines.append(f"| {name} | {_format(*row['UAS_mean_sd'])} | "
                          f"{', '.join(f'{v:.2f}' for v in row['UAS'])} | {share} |")
         lines.append("")
+        lines += _uas_by_length_table(block.get("by_length") or [])
     lines += ["## Training", "",
               "| run | steps | best step (dev " + experiment.best_checkpoint_metric + ") | "
               "early stop | wall time | target tokens/s |", "|---|---|---|---|---|---|"]
@@ -205,6 +238,27 @@ def markdown(report, experiment):
                          + f" | {', '.join(entry.get('stages_left', []))} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _uas_by_length_table(groups):
+    """UAS by gold sentence length: the teacher's, then each system's seed mean (% of the teacher's)."""
+    if not groups:
+        return []
+    names = list(groups[0]["systems"])
+    lines = ["UAS by gold sentence length (words; systems: mean over seeds, in brackets the "
+             "share of the teacher's UAS on the same sentences):", "",
+             "| sentence length | words | teacher | " + " | ".join(names) + " |",
+             "|---" * (3 + len(names)) + "|"]
+    for group in groups:
+        span = f"{group['low']}-{group['high']}" if group["high"] else f"{group['low']}+"
+        teacher = group["teacher"]
+        cells = []
+        for name in names:
+            mean = statistics.fmean(group["systems"][name])
+            cells.append(f"{mean:.1f}" + (f" ({100 * mean / teacher:.0f}%)" if teacher else ""))
+        lines.append(f"| {span} | {group['words']} | "
+                     f"{'' if teacher is None else f'{teacher:.1f}'} | {' | '.join(cells)} |")
+    return lines + [""]
 
 
 def _translation_table(rows, alpha=False):

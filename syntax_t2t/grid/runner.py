@@ -129,6 +129,11 @@ def test_output(test):
     return os.path.join("tests", f"{test.name}.hyp")
 
 
+def parse_output(test):
+    """The run-relative path of a parse head's trees of a parse test's gold words."""
+    return os.path.join("tests", f"{test.name}.conllu")
+
+
 def tool_command(name):
     """The command that runs the project's program `name` (`bin/<name>` or its console script)."""
     script = Path(__file__).resolve().parents[2] / "bin" / name
@@ -418,7 +423,7 @@ class GridRunner:
         self._call(run, command, "test.log")
 
     def parse_test(self, run, test):
-        output = os.path.join(run.directory, "tests", f"{test.name}.conllu")
+        output = os.path.join(run.directory, parse_output(test))
         os.makedirs(os.path.dirname(output), exist_ok=True)
         # Greedy: the translations are a by-product; the parse comes from the encoder.
         self._call(run, tool_command("decode") + [
@@ -439,7 +444,7 @@ class GridRunner:
         spec = test.teacher_parser or (self.problem_options().get("parser") or None)
         if not spec:
             return None
-        output = os.path.join(self.output_dir, "teacher", f"{test.name}.conllu")
+        output = self.teacher_output(test)
         if not os.path.exists(output):
             os.makedirs(os.path.dirname(output), exist_ok=True)
             log = Run(None, 0, os.path.dirname(output))
@@ -448,6 +453,10 @@ class GridRunner:
                 "--input_format=conllu", f"--output_file={output}"], "parse.log")
         result = attachment.score_parse_files(output, self.path(test.gold))
         return {"parser": spec, "UAS": result.uas, "LAS": result.las}
+
+    def teacher_output(self, test):
+        """The teacher parser's trees of a parse test's gold words."""
+        return os.path.join(self.output_dir, "teacher", f"{test.name}.conllu")
 
     def problem_options(self):
         """The options bin/datagen recorded for the problem's data."""
@@ -564,7 +573,7 @@ class GridRunner:
                 run, length_penalty.test_output)
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
-                predicted = os.path.join(run.directory, "tests", f"{test.name}.conllu")
+                predicted = os.path.join(run.directory, parse_output(test))
                 result = attachment.score_parse_files(predicted, self.path(test.gold))
                 scores["parse"][test.name] = {"UAS": result.uas, "LAS": result.las}
         return scores
