@@ -154,7 +154,11 @@ def _uas_by_length(grid_runner, collected, test, with_teacher):
     Read from the runs' parse outputs, so an archived run needs no rescoring;
     `teacher` is None without a teacher parse (`with_teacher` False).
     """
-    parsed = {name: [os.path.join(run.directory, runner.parse_output(test))
+    def parse_file(run):  # a run restored from the archive keeps its parse gzipped
+        path = os.path.join(run.directory, runner.parse_output(test))
+        return path if os.path.exists(path) or not os.path.exists(path + ".gz") else path + ".gz"
+
+    parsed = {name: [parse_file(run)
                      for run, scores in entries if test.name in scores.get("parse", {})]
               for name, entries in collected.items()}
     parsed = {name: paths for name, paths in parsed.items() if paths}
