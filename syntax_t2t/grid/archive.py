@@ -48,6 +48,16 @@ COMPRESSED_FILES = ("train.log", "test.log")
 MACHINE_KEYS = ("data_dir",)
 
 
+def run_file(run, name):
+    """The path of file `name` of a run: as written, or `name.gz` in a run restored from here.
+
+    The record keeps some files compressed (`_record_files`) and a restored run
+    is a copy of the record, so a reader of a run's files looks for both.
+    """
+    path = os.path.join(run.directory, name)
+    return path if os.path.exists(path) or not os.path.exists(path + ".gz") else path + ".gz"
+
+
 def record_dir(archive_dir, run):
     return os.path.join(archive_dir, "runs", run.system.name, f"seed{run.seed}")
 

@@ -23,7 +23,7 @@ from syntax_t2t import io_utils
 from syntax_t2t.decoding.parse_file import read_parsed
 from syntax_t2t.evaluation import attachment, seed_significance, translation
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
-from syntax_t2t.grid import length_penalty, runner
+from syntax_t2t.grid import archive, length_penalty, runner
 from syntax_t2t.training import validation
 
 
@@ -154,11 +154,7 @@ def _uas_by_length(grid_runner, collected, test, with_teacher):
     Read from the runs' parse outputs, so an archived run needs no rescoring;
     `teacher` is None without a teacher parse (`with_teacher` False).
     """
-    def parse_file(run):  # a run restored from the archive keeps its parse gzipped
-        path = os.path.join(run.directory, runner.parse_output(test))
-        return path if os.path.exists(path) or not os.path.exists(path + ".gz") else path + ".gz"
-
-    parsed = {name: [parse_file(run)
+    parsed = {name: [archive.run_file(run, runner.parse_output(test))
                      for run, scores in entries if test.name in scores.get("parse", {})]
               for name, entries in collected.items()}
     parsed = {name: paths for name, paths in parsed.items() if paths}
