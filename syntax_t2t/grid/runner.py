@@ -429,7 +429,7 @@ class GridRunner:
         self._call(run, tool_command("decode") + [
             f"--output_dir={self.checkpoint_dir(run)}", "--decode_hparams=beam_size=1",
             f"--decode_from_file={self.path(test.gold)}",
-            f"--decode_to_file={os.path.join(run.directory, 'tests', test.name + '.hyp')}",
+            f"--decode_to_file={os.path.join(run.directory, test_output(test))}",
             f"--parse_to_file={output}", "--parse_decoder=mst"], "test.log")
 
     def has_parse_head(self, run):
