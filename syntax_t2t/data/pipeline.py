@@ -34,17 +34,19 @@ Syntax features are padded as `docs/design.md` specifies: `-1` for
 ids; the per-constituent `src_const_*` features to twice the batch length.
 
 Derived features. A model whose inputs need Python to compute (the binary
-trees of tree2seq, from `src_heads`) declares `DerivedFeatures`; the trainer
-adds them to every batch inside the `tf.data` pipeline (`add_to`, through
-`tf.numpy_function`, on the pipeline's threads rather than in the compiled
-model step) and the decoder to every batch it pads (`compute`).
+trees of tree2seq, from `src_heads`) declares `DerivedFeatures`
+(`data/derived_features.py`); the trainer adds them to every batch inside
+the `tf.data` pipeline (`add_to`, through `tf.numpy_function`, on the
+pipeline's threads rather than in the compiled model step) and the decoder
+to every batch it pads (`compute`).
 """
 
-import dataclasses
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
-import numpy as np
 import tensorflow as tf
+
+# Re-exported: it lives in a module without TensorFlow, which models import.
+from syntax_t2t.data.derived_features import DerivedFeatures  # noqa: F401
 
 TRAIN, EVAL, TEST = "train", "eval", "test"
 MODES = (TRAIN, EVAL, TEST)
@@ -266,42 +268,3 @@ def _batcher(boundaries, batch_sizes, feature_keys, drop_remainder: bool):
             padding_values=padding_values,
             drop_remainder=drop_remainder)
     return batch
-
-
-
-@dataclasses.dataclass(frozen=True)
-class DerivedFeatures:
-    """Batch features a model computes from other batch features with NumPy.
-
-    Attributes:
-        source_keys: the batch features `function` reads, in argument order.
-        keys: the features it returns, in result order.
-        function: `(*sources) -> tuple of arrays`, one per key: int32 [B, S]
-            arrays from int32 [B, S] ones (the batch's padded length S).
-    """
-
-    source_keys: tuple[str, ...]
-    keys: tuple[str, ...]
-    function: Callable[..., Sequence[np.ndarray]]
-
-    def compute(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The derived features of a batch of NumPy arrays."""
-        values = self.function(*(np.asarray(batch[key], np.int32) for key in self.source_keys))
-        if len(values) != len(self.keys):
-            raise ValueError(f"derived features {self.keys}: the function returned {len(values)} "
-                             f"arrays, expected {len(self.keys)}")
-        return {key: np.asarray(value, np.int32) for key, value in zip(self.keys, values)}
-
-    def add_to(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-        """`dataset`'s batches with the derived features added."""
-        def add(batch):
-            sources = [tf.cast(batch[key], tf.int32) for key in self.source_keys]
-            values = tf.numpy_function(
-                lambda *arrays: tuple(self.compute(dict(zip(self.source_keys, arrays))).values()),
-                sources, [tf.int32] * len(self.keys), stateful=False)
-            derived = dict(batch)
-            for key, value in zip(self.keys, values):
-                value.set_shape(sources[0].shape)
-                derived[key] = value
-            return derived
-        return dataset.map(add, num_parallel_calls=tf.data.AUTOTUNE)
