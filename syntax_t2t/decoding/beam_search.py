@@ -53,6 +53,8 @@ import typing
 
 import tensorflow as tf
 
+from syntax_t2t.decoding.decode_hparams import EOS_CANDIDATES
+
 NEG_INF = float("-inf")
 
 
@@ -182,9 +184,6 @@ def best_reachable_length_scores(length_scores):
     """`best[b, l] = max over l' >= l of length_scores[b, l']`: what ending later can still add."""
     reversed_columns = tf.reverse(tf.transpose(length_scores), axis=[0])
     return tf.transpose(tf.reverse(tf.scan(tf.maximum, reversed_columns), axis=[0]))
-
-
-EOS_CANDIDATES = ("all", "beam")
 
 
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,

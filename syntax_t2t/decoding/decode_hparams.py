@@ -1,7 +1,11 @@
 """Decoding settings, given as T2T's `--decode_hparams` string."""
 
-from syntax_t2t.decoding.beam_search import EOS_CANDIDATES
 from syntax_t2t.hparams import HParams, HParamsError
+
+# Which hypotheses may end a sentence: every candidate ("all", T2T) or only those
+# inside the beam ("beam", fairseq/Marian); beam_search.py reads it from here so
+# that the settings import without the search's backend.
+EOS_CANDIDATES = ("all", "beam")
 
 
 def decode_hparams(overrides: str = "") -> HParams:
