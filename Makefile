@@ -1,7 +1,9 @@
 # Two entry points (see README.md):
 #   make demo   install into .venv, then datagen -> train -> decode -> evaluate
 #               -> analyze on the embedded synthetic_syntax_reorder problem
-#   make test   install into .venv (with test extras), then run the test suite
+#   make test   install into .venv (with test extras) and .venv-jax (JAX on the
+#               CPU, no TensorFlow), then run the test suite under TensorFlow and
+#               the modeling tests (marked `backends`) again under JAX
 #               (`make test-slow` runs the tests marked slow; CI runs both)
 #
 # The install step installs torch before the rest: stanza (the `stanza` extra,
@@ -18,8 +20,17 @@ DEMO ?= demo
 DEMO_STEPS ?= 1500
 # pytest-xdist workers; CI machines have 2 cores.
 TEST_WORKERS ?= 2
+# The second environment: Keras on JAX with no TensorFlow in it, as on the GPU
+# machines; the project goes in without its (TensorFlow) dependencies.
+JAX_VENV ?= .venv-jax
+JAX_PY := $(JAX_VENV)/bin/python
+JAX ?= jax[cpu]>=0.6,<0.12
+JAX_PACKAGES := "$(JAX)" "keras>=3.10,<4" "numpy>=1.26,<3" "absl-py>=2.1,<3" "h5py>=3.10,<4" \
+	"conllu>=5,<7" "sacrebleu>=2.4,<3" "sentencepiece>=0.2,<0.3" "matplotlib>=3.8,<4" \
+	"ufal.chu_liu_edmonds>=1.0.3,<2" "protobuf>=4,<7" "google-crc32c>=1.5,<2" \
+	"pytest>=8,<10" "hypothesis>=6.100,<7" "pytest-xdist>=3.5,<4"
 
-.PHONY: install test test-slow demo clean-demo
+.PHONY: install install-jax test test-jax test-slow demo clean-demo
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +41,24 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 install: $(VENV)/.installed
 
+$(JAX_VENV)/.installed: setup.cfg pyproject.toml Makefile
+	$(PYTHON) -m venv $(JAX_VENV)
+	$(JAX_PY) -m pip install --quiet --upgrade pip
+	$(JAX_PY) -m pip install --quiet $(JAX_PACKAGES)
+	$(JAX_PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+install-jax: $(JAX_VENV)/.installed
+
 # The default suite leaves out the tests marked `slow` (end-to-end training
 # runs, kill/resume, the benchmark smoke test); CI runs them as well.
-test: install
+test: install install-jax
 	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow" tests
+	$(MAKE) test-jax
+
+# The modeling tests again, on JAX, where `import tensorflow` fails.
+test-jax: install-jax
+	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "backends and not slow" tests
 
 test-slow: install
 	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m slow tests
