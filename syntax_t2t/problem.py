@@ -12,29 +12,22 @@ import os
 from typing import Iterator, Optional, Sequence, Union
 
 from syntax_t2t import registry
-from syntax_t2t.data import datagen_records, pipeline, subword_kinds, subword_syntax
+from syntax_t2t.data import pipeline, subword_kinds, subword_syntax
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
                                       split_tree_file, with_bracketed_trees)
+# The schema's names are part of this module's interface: problems import them from here.
+from syntax_t2t.data.schema import (  # noqa: F401
+    CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, DEV, INPUTS, LEMMA_FEATURE, SAMPLE_COUNTS,
+    SOURCE_TREE_FEATURES, SPLITS, TAG_VOCABULARIES, TARGET_TREE_FEATURES, TARGETS, TEST, TRAIN,
+    WORD_POSITION_FEATURE, DataNotGeneratedError, RawDataError, sentence_tokens)
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
+from syntax_t2t.datagen import records as datagen_records
+from syntax_t2t.datagen import writer as datagen_writer
 from syntax_t2t.errors import SkipCounter
 
-TRAIN, DEV, TEST = "train", "dev", "test"
-SPLITS = (TRAIN, DEV, TEST)
-
-INPUTS, TARGETS = "inputs", "targets"
-SOURCE_TREE_FEATURES = ("src_heads", "src_deprel", "src_upos", "src_xpos")
-TARGET_TREE_FEATURES = ("tgt_heads",)
-CONSTITUENCY_FEATURES = pipeline.CONSTITUENT_KEYS  # src_const_start, _end, _label
-CONSTITUENCY_VOCABULARY = "const"
-#: Key of `Problem.vocabulary_counts` counting samples, not tokens (not a vocabulary name).
-SAMPLE_COUNTS = "#samples"
-WORD_POSITION_FEATURE = "src_word_position"
-LEMMA_FEATURE = "src_lemma"
 SUBWORD_MODES = ("joint", "separate")
-# Vocabulary name of each source tree feature that holds ids.
-TAG_VOCABULARIES = {"src_deprel": "deprel", "src_upos": "upos", "src_xpos": "xpos"}
 
 
 
@@ -52,14 +45,6 @@ class TreeTokens(list):
 
 Source = Union[DependencyTree, Sequence[str]]
 Target = Union[DependencyTree, TreeTokens, Sequence[str]]
-
-
-class DataNotGeneratedError(FileNotFoundError):
-    """`data_dir` lacks complete generated data for a problem."""
-
-
-class RawDataError(ValueError):
-    """The raw data in `tmp_dir` is not laid out as the problem expects."""
 
 
 class Problem:
@@ -472,7 +457,7 @@ class Problem:
         changing the output; `task` (a `datagen_writer.DatagenTask`) writes
         only its shards, with the vocabularies an `only_vocab` run built;
         `shard_pass` replaces the writing of the shards (`bin/datagen_beam`'s
-        Beam pipeline). See `syntax_t2t.data.datagen_writer`.
+        Beam pipeline). See `syntax_t2t.datagen.writer`.
 
         Returns:
             The completion record: `counts` per split, file names, options,
@@ -484,9 +469,6 @@ class Problem:
             InputError: bad raw data (unless `skip` is given).
             DataNotGeneratedError: a task found no matching vocabularies.
         """
-        # Imported here: the writer imports this module's names.
-        from syntax_t2t.data import datagen_writer
-
         self.datagen_workers = num_workers
         return datagen_writer.generate_data(
             self, data_dir, tmp_dir, max_examples=max_examples, overwrite=overwrite, skip=skip,
@@ -516,7 +498,7 @@ class Problem:
         by `syntax_t2t.parsing.parse_cache`) yield `(line number, raw source
         text, target)` in order: the sample is `(tree, target)`, the tree as
         `parse_cache.parse_numbered` gives it. `bin/datagen_beam` parses
-        them in its workers (`syntax_t2t.data.beam_pipeline`).
+        them in its workers (`syntax_t2t.datagen.beam_pipeline`).
         """
         return None
 
@@ -559,8 +541,3 @@ class Problem:
             self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
             mode, hparams,
             counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
-
-
-def sentence_tokens(sentence: Union[DependencyTree, Sequence[str]]) -> Sequence[str]:
-    """The tokens of a tree or token list."""
-    return sentence.tokens if isinstance(sentence, DependencyTree) else sentence

@@ -69,7 +69,7 @@ def assert_same_data(make_problem, datagen_dir, beam_dir):
 def test_without_beam_the_tool_says_how_to_install_it(tmp_path, monkeypatch):
     # None in sys.modules makes `import apache_beam` raise ModuleNotFoundError.
     monkeypatch.setitem(sys.modules, "apache_beam", None)
-    monkeypatch.delitem(sys.modules, "syntax_t2t.data.beam_pipeline", raising=False)
+    monkeypatch.delitem(sys.modules, "syntax_t2t.datagen.beam_pipeline", raising=False)
     registry.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["datagen_beam"])
@@ -86,7 +86,7 @@ def test_without_beam_the_tool_says_how_to_install_it(tmp_path, monkeypatch):
 
 def test_pipeline_options_runner_workers_and_extra_options():
     needs_beam()
-    from syntax_t2t.data.beam_pipeline import pipeline_options
+    from syntax_t2t.datagen.beam_pipeline import pipeline_options
 
     options = pipeline_options("DirectRunner", 2, ["direct_running_mode=multi_threading",
                                                    "save_main_session"]).get_all_options()
@@ -124,7 +124,7 @@ class BadLinesProblem(Problem):
 
 def test_synthetic_in_one_process_is_bin_datagens_data(tmp_path):
     needs_beam()
-    from syntax_t2t.data.beam_pipeline import BeamShardPass, pipeline_options
+    from syntax_t2t.datagen.beam_pipeline import BeamShardPass, pipeline_options
 
     SyntheticSyntaxReorder(**SIZES).generate_data(str(tmp_path / "datagen"), str(tmp_path),
                                                   max_examples=100)
@@ -138,7 +138,7 @@ def test_synthetic_in_one_process_is_bin_datagens_data(tmp_path):
 
 def test_skipped_examples_are_counted_as_bin_datagen_counts_them(tmp_path):
     needs_beam()
-    from syntax_t2t.data.beam_pipeline import BeamShardPass, pipeline_options
+    from syntax_t2t.datagen.beam_pipeline import BeamShardPass, pipeline_options
 
     datagen_skip, beam_skip = SkipCounter(), SkipCounter()
     BadLinesProblem().generate_data(str(tmp_path / "datagen"), str(tmp_path), skip=datagen_skip)
@@ -160,7 +160,7 @@ class BadDevProblem(BadLinesProblem):
 
 def test_bad_input_met_by_a_worker_is_one_clear_error_and_no_data(tmp_path):
     needs_beam()
-    from syntax_t2t.data.beam_pipeline import BeamShardPass, pipeline_options
+    from syntax_t2t.datagen.beam_pipeline import BeamShardPass, pipeline_options
 
     with pytest.raises(WorkerError, match=r"^dev.txt:4: bad line \(Beam step 'dev: read/"):
         BadDevProblem().generate_data(str(tmp_path), str(tmp_path),
@@ -205,7 +205,7 @@ def test_multi30k_parsed_in_beam_workers_is_bin_datagens_data(tmp_path):
     """The first lines of the real Multi30k, parsed by a (untrained, fixed) spaCy pipeline:
     bin/datagen reads the parse cache, the Beam pipeline parses in its workers."""
     needs_beam()
-    from syntax_t2t.data.beam_pipeline import BeamShardPass, parses_in_workers, pipeline_options
+    from syntax_t2t.datagen.beam_pipeline import BeamShardPass, parses_in_workers, pipeline_options
 
     raw = tmp_path / "raw" / "multi30k"
     raw.mkdir(parents=True)

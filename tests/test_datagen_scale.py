@@ -1,4 +1,4 @@
-"""Datagen at scale: workers, T2T-style tasks, the vocabulary pass (syntax_t2t/data/datagen_writer.py)."""
+"""Datagen at scale: workers, T2T-style tasks, the vocabulary pass (syntax_t2t/datagen/writer.py)."""
 
 import json
 import os
@@ -12,9 +12,9 @@ from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
 from syntax_t2t.cli import common, datagen
 from syntax_t2t.data import pipeline
-from syntax_t2t.data.datagen_writer import DatagenTask
+from syntax_t2t.datagen.writer import DatagenTask
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.data.worker_pool import ordered_map
+from syntax_t2t.datagen.worker_pool import ordered_map
 from syntax_t2t.problem import DEV, SPLITS, TEST, TRAIN, DataNotGeneratedError, Problem, TreeTokens
 
 FLAGS = flags.FLAGS

@@ -12,7 +12,7 @@ Progress (examples, examples/s) is logged; with `--skip_bad_examples` bad
 examples are logged, skipped and counted by reason instead of stopping the
 run.
 
-Scaling (see `syntax_t2t.data.datagen_writer` and docs/performance.md):
+Scaling (see `syntax_t2t.datagen.writer` and docs/performance.md):
 `--num_workers=N` makes samples, encodes them (and parses raw text) in N
 processes, writing the same shards as one process; `--num_shards` sets the
 number of training shards. Independent jobs (machines, cluster tasks) share
@@ -33,7 +33,7 @@ from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.parsing.parser import ParserError
-from syntax_t2t.data.datagen_writer import DatagenTask
+from syntax_t2t.datagen.writer import DatagenTask
 from syntax_t2t.problem import SPLITS, TRAIN, RawDataError
 
 FLAGS = flags.FLAGS

@@ -10,7 +10,7 @@ Needs the optional extra `beam` (`pip install -e '.[beam]'`). The
 vocabularies are built first, here, by `bin/datagen`'s vocabulary pass (in
 `--num_workers` processes); then a Beam pipeline reads, parses (problems that
 parse raw text), encodes and writes the TFRecord shards
-(`syntax_t2t.data.beam_pipeline`), and the completion record is written
+(`syntax_t2t.datagen.beam_pipeline`), and the completion record is written
 last. The data is the same as `bin/datagen`'s with the same flags, except
 for the order of the examples within and across the shards of a split.
 
@@ -53,7 +53,7 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     problem = datagen.problem_from_flags()
-    from syntax_t2t.data import beam_pipeline  # raises MissingExtraError without Beam
+    from syntax_t2t.datagen import beam_pipeline  # raises MissingExtraError without Beam
 
     try:
         options = beam_pipeline.pipeline_options(FLAGS.runner, FLAGS.direct_num_workers,

@@ -47,20 +47,14 @@ import tensorflow as tf
 
 # Re-exported: it lives in a module without TensorFlow, which models import.
 from syntax_t2t.data.derived_features import DerivedFeatures  # noqa: F401
+# The batch schema, read by this module and by its users as `pipeline.<name>`.
+from syntax_t2t.data.schema import (  # noqa: F401
+    CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEY, HEADS_KEYS, HEADS_PADDING, ID_PADDING)
 
 TRAIN, EVAL, TEST = "train", "eval", "test"
 MODES = (TRAIN, EVAL, TEST)
 SPLIT_OF_MODE = {TRAIN: "train", EVAL: "dev", TEST: "test"}
 
-HEADS_KEY = "src_heads"
-HEADS_KEYS = ("src_heads", "tgt_heads")
-HEADS_PADDING = -1
-# Per-constituent features (bracketed source trees): a tree of n words has at
-# most 2 (n + 1) constituents (`bracketed.max_constituents`), so they are
-# padded to twice the batch length.
-CONSTITUENT_KEYS = ("src_const_start", "src_const_end", "src_const_label")
-CONSTITUENT_LENGTH_FACTOR = 2
-ID_PADDING = 0
 DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
 
 

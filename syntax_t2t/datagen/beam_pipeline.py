@@ -42,10 +42,10 @@ import uuid
 from typing import Optional
 
 from syntax_t2t import io_utils
-from syntax_t2t.data import datagen_writer
+from syntax_t2t.data.schema import SPLITS, TRAIN
+from syntax_t2t.datagen import writer as datagen_writer
 from syntax_t2t.errors import MissingExtraError, SkipCounter, WorkerError
 from syntax_t2t.parsing import parse_cache
-from syntax_t2t.problem import SPLITS, TRAIN
 
 try:
     import apache_beam as beam

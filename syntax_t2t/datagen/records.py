@@ -8,7 +8,7 @@
 * `<name>.datagen-task-TTTTT-of-KKKKK.json`, one per finished task.
 
 Each holds the `request` it was generated for (problem options and
-`max_examples`); see `syntax_t2t.data.datagen_writer`.
+`max_examples`); see `syntax_t2t.datagen.writer`.
 """
 
 import contextlib

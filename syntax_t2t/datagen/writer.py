@@ -50,12 +50,12 @@ import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils
-from syntax_t2t.data import pipeline, worker_pool
-from syntax_t2t.data.datagen_records import read_json, request
+from syntax_t2t.data import pipeline
+from syntax_t2t.datagen import worker_pool
+from syntax_t2t.datagen.records import read_json, request
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.errors import IgnoreSkipped, SkipCounter
-# `Problem.generate_data` imports this module when called, so this import is not circular.
-from syntax_t2t.problem import (CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, SPLITS, TRAIN,
+from syntax_t2t.data.schema import (CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, SPLITS, TRAIN,
                                 DataNotGeneratedError, RawDataError, sentence_tokens)
 
 #: Records per worker call: large enough to amortise the inter-process
@@ -113,7 +113,7 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
             skip)` after the vocabulary pass, it returns the example counts
             and shard names per split. Default: this module's, in
             `num_workers` processes; `bin/datagen_beam` passes an Apache
-            Beam pipeline (`syntax_t2t.data.beam_pipeline`).
+            Beam pipeline (`syntax_t2t.datagen.beam_pipeline`).
     """
     if num_workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
@@ -317,7 +317,7 @@ def _encode_chunk(chunk):
 def encode_example(problem, sample, split: str, index: int, bracketed: bool) -> bytes:
     """The serialized example of sample `index` (0-based) of `split`.
 
-    What every datagen writes (here and `syntax_t2t.data.beam_pipeline`).
+    What every datagen writes (here and `syntax_t2t.datagen.beam_pipeline`).
 
     Args:
         bracketed: the data has bracketed trees (a `const` vocabulary), so
