@@ -13,7 +13,8 @@ from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.parse_file import ParsedSentence, format_parsed, read_parsed, write_parsed
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation.attachment import (attachment_scores, attachment_scores_by_length,
-                                              diagonal_precision, score_parse_files, sentence_lines)
+                                              chain_baselines, diagonal_precision,
+                                              score_parse_files, sentence_lines)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -43,6 +44,26 @@ def test_diagonal_precision_counts_heads_on_the_previous_word():
     scores = diagonal_precision([diagonal, one_off])
     assert (scores.words, scores.correct_heads) == (6, 5)
     assert scores.uas == pytest.approx(100 * 5 / 6)
+
+
+def test_chain_baselines_of_a_worked_example():
+    # GOLD: heads 0 1 1 5 1 0. Previous word (0 1 2 3 4 5): words 1 and 2 right.
+    # Next word (2 3 4 5 6 0): word 4 (malý -> průzkum) and word 6 (on ROOT) right.
+    second = DependencyTree.from_heads(["Pes", "běží"], [2, 0])  # next word: both right
+    baselines = chain_baselines([GOLD, second])
+    previous, following = baselines["previous_word"], baselines["next_word"]
+    assert (previous.words, previous.correct_heads) == (8, 2)
+    assert (following.words, following.correct_heads) == (8, 4)
+    assert following.uas == pytest.approx(50.0) and previous.las is None
+
+
+def test_spacy_root_counts_as_ud_root_in_las():
+    gold = DependencyTree.from_heads(["Pes", "běží"], [2, 0], labels=["nsubj", "root"])
+    spacy_spelling = DependencyTree.from_heads(["Pes", "běží"], [2, 0], labels=["nsubj", "ROOT"])
+    # Only on a word attached to ROOT: elsewhere `ROOT` is a wrong label.
+    not_on_root = DependencyTree.from_heads(["Pes", "běží"], [2, 0], labels=["ROOT", "root"])
+    assert attachment_scores([spacy_spelling], [gold]).correct_labelled == 2
+    assert attachment_scores([not_on_root], [gold]).correct_labelled == 1
 
 
 def test_cyclic_predictions_round_trip_through_conllu(tmp_path):

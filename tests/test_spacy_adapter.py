@@ -147,3 +147,13 @@ def test_trained_parser_beats_the_previous_word_baseline_with_learned_tags():
     text = gold[0].comments["text"]
     (tree,) = parser.parse_texts([text])
     assert "".join(tree.tokens) == "".join(text.split())
+
+
+def test_pipelines_without_a_recorded_root_label_get_uds(untrained, vocab):
+    # A pretrained pipeline (cs_core_news_sm) records no root label: its roots
+    # become UD's `root`, so that LAS against UD treebanks counts them.
+    parser = SpacyParser.load(untrained)
+    assert parser.root_label == "root"
+    assert parser.fingerprint(pretokenized=True)["root_label"] == "root"
+    doc = Doc(vocab, words=["Pes", "běží"], heads=[1, 1], deps=["nsubj", "ROOT"])
+    assert tree_from_doc(doc, parser.root_label).labels == ("nsubj", "root")

@@ -23,6 +23,7 @@ from syntax_t2t import io_utils
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.features import diagonal_heads
 from syntax_t2t.data.tree import UNKNOWN, DependencyTree
+from syntax_t2t.data.tree_controls import CHAIN_NEXT, CHAIN_PREVIOUS, chain_heads
 from syntax_t2t.decoding.parse_file import ParsedSentence, read_parsed
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation.length_buckets import bucket_bounds
@@ -93,6 +94,17 @@ def has_labels(parse: Parse) -> bool:
     return any(label != UNKNOWN for label in parse.labels)
 
 
+def _root_spelt_as_ud(labels: Sequence[str], heads) -> np.ndarray:
+    """The labels, with spaCy's `ROOT` on a word attached to ROOT read as UD's `root`.
+
+    Parses written before the spaCy adapter relabelled roots spell the same
+    relation `ROOT`; counting it wrong would take every root off the LAS.
+    """
+    labels = np.array(labels, dtype=object)
+    labels[(np.asarray(heads) == 0) & (labels == "ROOT")] = "root"
+    return labels
+
+
 def attachment_scores(predicted: Sequence[Parse], gold: Sequence[DependencyTree],
                       predicted_path: PathLike = "<predicted>", gold_path: PathLike = "<gold>",
                       gold_lines: Optional[Sequence[int]] = None) -> AttachmentScores:
@@ -132,7 +144,8 @@ def attachment_scores(predicted: Sequence[Parse], gold: Sequence[DependencyTree]
         words += len(reference)
         correct_heads += int(right_head.sum())
         if labelled:
-            right_label = np.array(prediction.labels) == np.array(reference.labels)
+            right_label = (_root_spelt_as_ud(prediction.labels, prediction.heads)
+                           == _root_spelt_as_ud(reference.labels, reference.heads))
             correct_labelled += int((right_head & right_label).sum())
     return AttachmentScores(sentences=len(gold), words=words, correct_heads=correct_heads,
                             correct_labelled=correct_labelled if labelled else None)
@@ -180,6 +193,29 @@ def diagonal_precision(predicted: Sequence[Parse]) -> AttachmentScores:
         correct += int((tree.heads == diagonal_heads(len(tree))).sum())
     return AttachmentScores(sentences=len(predicted), words=words, correct_heads=correct,
                             correct_labelled=None)
+
+
+def chain_baselines(gold: Sequence[DependencyTree]) -> dict[str, AttachmentScores]:
+    """UAS of the two trees that know no syntax: each word on the previous, or on the next word.
+
+    A parse head that finds only one of these scores its UAS without having
+    learned any tree, so a head's UAS means something only above both
+    (Czech attaches more words to the next word than to the previous one).
+
+    Args:
+        gold: the gold trees.
+
+    Returns:
+        `{"previous_word": scores, "next_word": scores}`, unlabelled; the
+        first word of the previous-word chain and the last of the next-word
+        chain hang on ROOT.
+    """
+    baselines = {}
+    for name, direction in (("previous_word", CHAIN_PREVIOUS), ("next_word", CHAIN_NEXT)):
+        correct = sum(int((tree.heads == chain_heads(len(tree), direction)).sum()) for tree in gold)
+        baselines[name] = AttachmentScores(sentences=len(gold), words=sum(map(len, gold)),
+                                           correct_heads=correct, correct_labelled=None)
+    return baselines
 
 
 def read_gold(path: PathLike) -> tuple[list[DependencyTree], list[int]]:

@@ -8,11 +8,15 @@ given. Batching is `nlp.pipe`'s, and so are several processes
 (`n_process`; their trees come back in input order).
 
 Annotations: `tag_` is the XPOS, `pos_` the UPOS, `lemma_` the lemma and
-`dep_` the label. spaCy labels every sentence root `ROOT`; for pipelines
-trained by `bin/train_parser`, whose meta records the root label of their
-training data (UD: `root`), roots get that label back, so that their trees
-match the treebanks they learned from. Annotations a pipeline does not
-predict are `"_"`.
+`dep_` the label. spaCy labels every sentence root `ROOT`; roots get the
+root label of the pipeline's training data back, so that their trees match
+the treebanks they are scored against (LAS) and the labels models read:
+the one a pipeline trained by `bin/train_parser` records in its meta, else
+UD's `root` (pretrained pipelines such as `cs_core_news_sm` are trained on
+UD). Annotations a pipeline does not predict are `"_"`: `cs_core_news_sm`,
+for one, has a morphologizer (UPOS and features) but no tagger, so every
+XPOS is `"_"` (datagen says so, `Problem.vocabularies_from_counts`;
+`spec_pos` reads UPOS with `pos=upos`).
 """
 
 import hashlib
@@ -33,6 +37,8 @@ DEFAULT_BATCH_SIZE = 256
 SPACY_ROOT = "ROOT"
 #: Where in a pipeline's meta `bin/train_parser` records the root label of its training data.
 META_KEY, ROOT_LABEL_KEY = "syntax_t2t", "root_label"
+#: The root label of pipelines that do not record theirs (UD's).
+UD_ROOT = "root"
 
 
 class SpacyParser(Parser):
@@ -59,7 +65,11 @@ class SpacyParser(Parser):
         self.spec = spec
         self.batch_size = batch_size
         self.n_process = n_process
-        self.root_label = nlp.meta.get(META_KEY, {}).get(ROOT_LABEL_KEY)
+        recorded = nlp.meta.get(META_KEY, {}).get(ROOT_LABEL_KEY)
+        self.root_label = recorded or UD_ROOT
+        # Parses cached before roots were relabelled carry `ROOT`: a key of
+        # its own keeps them from being read as this parser's.
+        self._relabels_by_default = recorded is None
         self._fingerprint = None
 
     @classmethod
@@ -97,6 +107,8 @@ class SpacyParser(Parser):
                 model_digest = hashlib.sha256(self.nlp.to_bytes()).hexdigest()
             self._fingerprint = {"library": "spacy", "version": spacy.__version__,
                                  "pipeline": list(self.nlp.pipe_names), "model_sha256": model_digest}
+            if self._relabels_by_default:
+                self._fingerprint["root_label"] = self.root_label
         return dict(self._fingerprint)
 
 
