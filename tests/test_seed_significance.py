@@ -1,5 +1,7 @@
 """The seed-aware significance test against hand computation and sacreBLEU."""
 
+import math
+
 import numpy as np
 import pytest
 import sacrebleu
@@ -101,14 +103,22 @@ def test_detectable_difference_by_hand():
                + 0.34333 ** 2 + 0.27667 ** 2 + 0.06667 ** 2)
     pooled_sd = (squares / 4) ** 0.5  # 0.57774
     expected = _Z_5_PERCENT_80_POWER * pooled_sd * (2 / 3) ** 0.5  # 1.3216
+    assert seed_significance.detectable_difference(
+        baseline, system, distribution="normal") == pytest.approx(expected, abs=1e-3)
+    # Student's t at 4 degrees of freedom, from a printed table: t[0.975] = 2.77645,
+    # t[0.80] = 0.94096; 3.71741 * 0.57774 * 0.81650 = 1.7536.
     assert seed_significance.detectable_difference(baseline, system) == pytest.approx(
-        expected, abs=1e-3)
+        (2.77645 + 0.94096) * pooled_sd * (2 / 3) ** 0.5, abs=1e-3)
 
 
 def test_detectable_difference_uses_whichever_system_has_a_spread():
     # One baseline seed: the spread is the system's alone (sd 1 over 3 seeds).
+    assert seed_significance.detectable_difference(
+        [30.0], [29.0, 30.0, 31.0], distribution="normal") == pytest.approx(
+            _Z_5_PERCENT_80_POWER * 1.0 * (1 + 1 / 3) ** 0.5, abs=1e-4)
+    # t at 2 degrees of freedom: t[0.975] = 4.30265, t[0.80] = 1.06066.
     assert seed_significance.detectable_difference([30.0], [29.0, 30.0, 31.0]) == pytest.approx(
-        _Z_5_PERCENT_80_POWER * 1.0 * (1 + 1 / 3) ** 0.5, abs=1e-4)
+        (4.30265 + 1.06066) * 1.0 * (1 + 1 / 3) ** 0.5, abs=1e-4)
     assert seed_significance.detectable_difference([30.0], [31.0]) is None
     assert seed_significance.detectable_difference([], [31.0, 30.0]) is None
 
@@ -121,3 +131,39 @@ def test_detectable_difference_shrinks_with_seeds_and_grows_with_power():
                                                     power=0.9) > three
     assert seed_significance.detectable_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
                                                     level=0.01) > three
+
+
+def test_pooled_seed_sd_by_hand():
+    # Squared deviations: 2 (over 2 df) and 8 (over 2 df); one seed adds nothing.
+    pooled = seed_significance.pooled_seed_sd([[1.0, 2.0, 3.0], [4.0, 6.0, 8.0], [9.0]])
+    assert (pooled.df, pooled.systems) == (4, 2)
+    assert pooled.sd == pytest.approx(math.sqrt(10 / 4))
+    assert seed_significance.pooled_seed_sd([[1.0], [2.0]]) is None
+
+
+def test_t_test_of_one_seed_against_three_with_a_pooled_sd_by_hand():
+    """Finding 1 of issue 32: tree_distance (one seed, +1.29) against transformer (three)."""
+    transformer = [38.21, 39.09, 39.71]
+    tree_distance = [39.00333 + 1.29]
+    pooled = seed_significance.PooledSd(sd=0.576, df=4, systems=2)
+    result = seed_significance.seed_t_test(transformer, tree_distance, pooled)
+    t = 1.29 / (0.576 * math.sqrt(1 + 1 / 3))  # 1.9395
+    # At 4 degrees of freedom P(|T| < t) = 1.5 u - 0.5 u^3 with u = t / sqrt(4 + t^2).
+    u = t / math.sqrt(4 + t * t)
+    assert result.t == pytest.approx(t, abs=1e-4)
+    assert result.p_value == pytest.approx(1 - (1.5 * u - 0.5 * u ** 3), abs=1e-4)  # 0.124
+    assert result.seeds == (3, 1) and result.df == 4
+
+
+def test_t_test_pools_the_two_systems_without_a_given_sd():
+    # sd 1 over 4 df, delta 2, standard error sqrt(2/3).
+    result = seed_significance.seed_t_test([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])
+    t = 2 / math.sqrt(2 / 3)
+    u = t / math.sqrt(4 + t * t)
+    assert result.p_value == pytest.approx(1 - (1.5 * u - 0.5 * u ** 3), abs=1e-6)
+    assert seed_significance.seed_t_test([1.0], [2.0]) is None
+    assert seed_significance.seed_t_test([1.0, 1.0], [2.0, 2.0]) is None  # no spread
+
+
+def test_ten_thousand_resamples_by_default():
+    assert seed_significance.DEFAULT_SAMPLES == 10_000
