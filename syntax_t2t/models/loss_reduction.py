@@ -18,26 +18,29 @@ translation loss `label_smoothed_cross_entropy` computes. Two reductions:
   per-token translation loss.
 """
 
-import tensorflow as tf
+from typing import Any, Optional
+
+from keras import ops
 
 from syntax_t2t.hparams import HParamsError
-from syntax_t2t.models.losses import PAD_ID
+from syntax_t2t.models.losses import PAD_ID, Tensor
 
 REDUCTIONS = ("sum", "mean")
 
 
-def check_reduction(name, value):
+def check_reduction(name: str, value: Any) -> None:
     """Raises `HParamsError` naming hparam `name` unless `value` is one of `REDUCTIONS`."""
     if value not in REDUCTIONS:
         raise HParamsError(f"{name}={value!r}: expected one of {', '.join(REDUCTIONS)}")
 
 
-def target_tokens(targets):
+def target_tokens(targets: Tensor) -> Tensor:
     """float32 scalar: the batch's target tokens (`<EOS>` included, padding not)."""
-    return tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(targets, tf.int32), PAD_ID), tf.float32))
+    return ops.sum(ops.cast(ops.not_equal(ops.cast(targets, "int32"), PAD_ID), "float32"))
 
 
-def reduce_loss(losses, weights, reduction, num_target_tokens=None):
+def reduce_loss(losses: Tensor, weights: Tensor, reduction: str,
+                num_target_tokens: Optional[Tensor] = None) -> Tensor:
     """Reduces per-item losses to a scalar.
 
     Args:
@@ -49,12 +52,12 @@ def reduce_loss(losses, weights, reduction, num_target_tokens=None):
     Returns:
         float32 scalar; 0 without items.
     """
-    total = tf.reduce_sum(tf.cast(losses, tf.float32) * tf.cast(weights, tf.float32))
+    total = ops.sum(ops.cast(losses, "float32") * ops.cast(weights, "float32"))
     if reduction == "mean":
-        return total / tf.maximum(tf.reduce_sum(tf.cast(weights, tf.float32)), 1.0)
+        return total / ops.maximum(ops.sum(ops.cast(weights, "float32")), 1.0)
     if reduction == "sum":
         if num_target_tokens is None:
             raise ValueError("the 'sum' reduction divides by the batch's target tokens; "
                              "num_target_tokens is missing")
-        return total / tf.maximum(num_target_tokens, 1.0)
+        return total / ops.maximum(num_target_tokens, 1.0)
     raise ValueError(f"reduction {reduction!r}: expected one of {', '.join(REDUCTIONS)}")

@@ -1,15 +1,20 @@
 """The training losses of the models: translation and head selection."""
 
 import math
+from typing import Any, Optional
 
-import tensorflow as tf
+from keras import ops
+
+#: A backend tensor (TensorFlow, JAX) or anything `keras.ops` converts (NumPy arrays).
+Tensor = Any
 
 PAD_ID = 0
 # Attention logits at or below half of this are masked keys (layers/attention.py).
 MASKED = -1e9
 
 
-def label_smoothed_cross_entropy(logits, targets, label_smoothing):
+def label_smoothed_cross_entropy(logits: Tensor, targets: Tensor,
+                                 label_smoothing: float) -> Tensor:
     """T2T's label-smoothed cross-entropy per target token, padding masked.
 
     The gold token gets probability `1 - eps` and every other token
@@ -29,22 +34,23 @@ def label_smoothed_cross_entropy(logits, targets, label_smoothing):
     Returns:
         float32 scalar: the mean over non-padding target tokens.
     """
-    logits = tf.cast(logits, tf.float32)
-    targets = tf.cast(targets, tf.int32)
-    vocab_size = tf.cast(tf.shape(logits)[-1], tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
+    logits = ops.cast(logits, "float32")
+    targets = ops.cast(targets, "int32")
+    vocab_size = ops.cast(ops.shape(logits)[-1], "float32")
+    log_probs = ops.log_softmax(logits, axis=-1)
     confidence = 1.0 - label_smoothing
     low = label_smoothing / (vocab_size - 1.0)
-    gold = tf.gather(log_probs, targets, axis=-1, batch_dims=2)
-    cross_entropy = -(confidence - low) * gold - low * tf.reduce_sum(log_probs, axis=-1)
+    gold = ops.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    cross_entropy = -(confidence - low) * gold - low * ops.sum(log_probs, axis=-1)
     minimum = -(confidence * math.log(confidence)
-                + (vocab_size - 1.0) * low * tf.math.log(low + 1e-20))
-    weights = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
-    total = tf.reduce_sum((cross_entropy - minimum) * weights)
-    return total / tf.maximum(tf.reduce_sum(weights), 1.0)
+                + (vocab_size - 1.0) * low * ops.log(low + 1e-20))
+    weights = ops.cast(ops.not_equal(targets, PAD_ID), "float32")
+    total = ops.sum((cross_entropy - minimum) * weights)
+    return total / ops.maximum(ops.sum(weights), 1.0)
 
 
-def head_selection_cross_entropy(logits, gold_heads, label_smoothing=0.0):
+def head_selection_cross_entropy(logits: Tensor, gold_heads: Tensor,
+                                 label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy of attention rows against gold head positions (thesis 4.1).
 
     Row i of `logits` is the parse head's pre-softmax attention of position i
@@ -63,27 +69,30 @@ def head_selection_cross_entropy(logits, gold_heads, label_smoothing=0.0):
     Returns:
         float32 scalar: the mean over rows with a gold head (0 if none).
     """
-    gold_heads = tf.cast(gold_heads, tf.int32)
-    weights = tf.cast(gold_heads >= 0, tf.float32)
-    logits = tf.cast(logits, tf.float32)
-    labels = tf.maximum(gold_heads, 0)
+    gold_heads = ops.cast(gold_heads, "int32")
+    weights = ops.cast(gold_heads >= 0, "float32")
+    logits = ops.cast(logits, "float32")
+    labels = ops.maximum(gold_heads, 0)
     if label_smoothing:
         # Smoothing spreads over the columns that can be a head: masked
         # (padding) keys are no candidates.
-        valid = tf.cast(logits > MASKED / 2, tf.float32)
-        columns = tf.reduce_sum(valid, axis=-1)
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        valid = ops.cast(logits > MASKED / 2, "float32")
+        columns = ops.sum(valid, axis=-1)
+        log_probs = ops.log_softmax(logits, axis=-1)
         confidence = 1.0 - label_smoothing
-        low = label_smoothing / tf.maximum(columns - 1.0, 1.0)
-        gold = tf.gather(log_probs, labels, axis=-1, batch_dims=2)
+        low = label_smoothing / ops.maximum(columns - 1.0, 1.0)
+        gold = ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
         cross_entropy = (-(confidence - low) * gold
-                         - low * tf.reduce_sum(log_probs * valid, axis=-1))
+                         - low * ops.sum(log_probs * valid, axis=-1))
         cross_entropy += (confidence * math.log(confidence)
-                          + (columns - 1.0) * low * tf.math.log(low + 1e-20))
+                          + (columns - 1.0) * low * ops.log(low + 1e-20))
     else:
-        cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=labels, logits=logits)
-    return tf.reduce_sum(cross_entropy * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+        # Not `ops.sparse_categorical_crossentropy`: on TensorFlow it undoes a
+        # softmax it finds behind its input, which the "attention" form's
+        # probabilities are.
+        log_probs = ops.log_softmax(logits, axis=-1)
+        cross_entropy = -ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
+    return ops.sum(cross_entropy * weights) / ops.maximum(ops.sum(weights), 1.0)
 
 
 #: `parse_loss` values: what the parse head's cross-entropy is taken of.
@@ -92,7 +101,8 @@ PARSE_LOSSES = ("logits", "attention")
 PARSE_LABEL_SMOOTHING = {"logits": 0.0, "attention": 0.1}
 
 
-def parse_loss(logits, gold_heads, form, label_smoothing=None):
+def parse_loss(logits: Tensor, gold_heads: Tensor, form: str,
+               label_smoothing: Optional[float] = None) -> Tensor:
     """The parse head's loss in one of two formulations.
 
     `"logits"`: cross-entropy of softmax(logits), the head's own attention
@@ -125,11 +135,11 @@ def parse_loss(logits, gold_heads, form, label_smoothing=None):
     if label_smoothing is None:
         label_smoothing = PARSE_LABEL_SMOOTHING[form]
     if form == "attention":
-        logits = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+        logits = ops.softmax(ops.cast(logits, "float32"), axis=-1)
     return head_selection_cross_entropy(logits, gold_heads, label_smoothing)
 
 
-def attention_entropy(logits, gold_heads):
+def attention_entropy(logits: Tensor, gold_heads: Tensor) -> Tensor:
     """Mean entropy (nats) of the head's attention rows that have a gold head.
 
     Args:
@@ -139,8 +149,8 @@ def attention_entropy(logits, gold_heads):
     Returns:
         float32 scalar (0 when no row is scored).
     """
-    logits = tf.cast(logits, tf.float32)
-    probs = tf.nn.softmax(logits, axis=-1)
-    entropy = -tf.reduce_sum(probs * tf.nn.log_softmax(logits, axis=-1), axis=-1)
-    weights = tf.cast(tf.cast(gold_heads, tf.int32) >= 0, tf.float32)
-    return tf.reduce_sum(entropy * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    logits = ops.cast(logits, "float32")
+    probs = ops.softmax(logits, axis=-1)
+    entropy = -ops.sum(probs * ops.log_softmax(logits, axis=-1), axis=-1)
+    weights = ops.cast(ops.cast(gold_heads, "int32") >= 0, "float32")
+    return ops.sum(entropy * weights) / ops.maximum(ops.sum(weights), 1.0)
