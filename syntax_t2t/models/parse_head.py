@@ -1,10 +1,13 @@
 """Parse heads (thesis 4.1-4.2), the common part of DepParse and DiagonalParse."""
 
-import tensorflow as tf
+from typing import Mapping, Optional
 
-from syntax_t2t.hparams import HParamsError
+from keras import ops
+
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.models import losses
-from syntax_t2t.models.transformer import Transformer
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import Features, Transformer
 
 
 class SupervisedHeadLosses:
@@ -16,22 +19,23 @@ class SupervisedHeadLosses:
     heads below and by SISA's bi-affine head.
     """
 
-    def parse_loss_weight(self):
+    def parse_loss_weight(self) -> float:
         """The weight of the head's loss in the total."""
         raise NotImplementedError
 
-    def compute_losses(self, features, outputs):
+    def compute_losses(self, features: Features, outputs: Mapping[str, Tensor]) -> dict:
         """`"nmt"`, `"parse"` and `"total"` = nmt + parse_loss_weight * parse."""
         result = super().compute_losses(features, outputs)
         gold = self.gold_head_positions(features, self.source_ids(features))
         parse = losses.parse_loss(outputs[self.head_logits_key], gold, self.hparams.parse_loss,
                                   self.hparams.parse_label_smoothing)
         result["parse"] = parse
-        weight = tf.cast(self.parse_loss_weight(), tf.float32)
+        weight = ops.cast(self.parse_loss_weight(), "float32")
         result["total"] = result["nmt"] + weight * parse
         return result
 
-    def training_diagnostics(self, features, outputs, losses_):
+    def training_diagnostics(self, features: Features, outputs: Mapping[str, Tensor],
+                             losses_: Mapping[str, Tensor]) -> dict:
         """Scalars logged beside the losses (training log and TensorBoard).
 
         `"parse_share"`: the weighted parse loss's share of the total loss;
@@ -39,8 +43,8 @@ class SupervisedHeadLosses:
         to see whether the head is still near uniform attention.
         """
         gold = self.gold_head_positions(features, self.source_ids(features))
-        weighted = tf.cast(self.parse_loss_weight(), tf.float32) * losses_["parse"]
-        return {"parse_share": weighted / tf.maximum(losses_["total"], 1e-9),
+        weighted = ops.cast(self.parse_loss_weight(), "float32") * losses_["parse"]
+        return {"parse_share": weighted / ops.maximum(losses_["total"], 1e-9),
                 "parse_entropy": losses.attention_entropy(outputs[self.head_logits_key], gold)}
 
 
@@ -60,7 +64,7 @@ class ParseHeadTransformer(SupervisedHeadLosses, Transformer):
 
     prefix_root = True
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         hp = self.hparams
         self.check_encoder_position("parse_layer", hp.parse_layer, "parse_head", [hp.parse_head])
@@ -68,13 +72,13 @@ class ParseHeadTransformer(SupervisedHeadLosses, Transformer):
             raise HParamsError(f"parse_loss_weight={hp.parse_loss_weight} must be >= 0")
         check_parse_loss_hparams(hp)
 
-    def parse_loss_weight(self):
+    def parse_loss_weight(self) -> float:
         return self.hparams.parse_loss_weight
 
-    def parse_head(self, layer_index):
+    def parse_head(self, layer_index: int) -> Optional[int]:
         return self.hparams.parse_head if layer_index == self.hparams.parse_layer else None
 
-    def gold_head_positions(self, features, source_ids):
+    def gold_head_positions(self, features: Features, source_ids: Tensor) -> Tensor:
         """The position of each position's gold head, -1 where there is none.
 
         Args:
@@ -87,7 +91,7 @@ class ParseHeadTransformer(SupervisedHeadLosses, Transformer):
         raise NotImplementedError
 
 
-def check_parse_loss_hparams(hp):
+def check_parse_loss_hparams(hp: HParams) -> None:
     """Raises `HParamsError` for an unknown `parse_loss` or a smoothing outside [0, 1)."""
     if hp.parse_loss not in losses.PARSE_LOSSES:
         raise HParamsError(f"parse_loss={hp.parse_loss!r}: expected one of "

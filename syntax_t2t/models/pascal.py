@@ -17,13 +17,16 @@ parent. The seed's settings per corpus are the hparams sets of
 `hparams/pascal.py`.
 """
 
-import tensorflow as tf
+from typing import Any, Mapping
+
+from keras import ops
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParamsError
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers import parent_scaling
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.transformer import Transformer
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import Features, Transformer
 
 
 @registry.register_model("pascal")
@@ -39,11 +42,11 @@ class Pascal(Transformer):
     #: Reads `src_word_position` with `source_word_positions` (bin/train warns when off).
     reads_word_positions = True
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs: Any):
         super().__init__(hparams, vocab_sizes, **kwargs)
         word_positions.with_word_positions(self)
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         hp = self.hparams
         if not 1 <= hp.pascal_heads <= hp.num_heads:
@@ -58,7 +61,7 @@ class Pascal(Transformer):
         if not 0.0 <= hp.parent_ignoring <= 1.0:
             raise HParamsError(f"parent_ignoring={hp.parent_ignoring} is a probability in [0, 1]")
 
-    def encoder_attention_options(self, layer_index):
+    def encoder_attention_options(self, layer_index: int) -> dict:
         options = super().encoder_attention_options(layer_index)
         hp = self.hparams
         if layer_index == hp.pascal_layer:
@@ -69,14 +72,14 @@ class Pascal(Transformer):
         return options
 
     @property
-    def parent_weighting(self):
+    def parent_weighting(self) -> str:
         return self.hparams.get("pascal_weighting", "gaussian")
 
-    def source_parents(self, features, source_ids):
+    def source_parents(self, features: Features, source_ids: Tensor) -> Tensor:
         """Each source token's parent word: its middle position, float32 [B, S], or
         for "parent_only" its first and last position, float32 [B, S, 2]."""
         heads = self.source_heads(features, source_ids)
-        words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
+        words = word_positions.word_positions(self, features, ops.shape(source_ids)[1])
         if self.parent_weighting == "parent_only":
             return parent_scaling.parent_spans(heads, words)
         return parent_scaling.parent_positions(heads, words)

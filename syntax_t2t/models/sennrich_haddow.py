@@ -27,13 +27,17 @@ reserved `<EOS>` id in every factor. Subword tags need
 every token is O.
 """
 
-import tensorflow as tf
+from typing import Any, Mapping
+
+from keras import ops
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParamsError
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.transformer import EOS_ID, PAD_ID, ROOT_ID, Transformer, fit_length
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, ROOT_ID, Features, Transformer,
+                                           fit_length)
 
 #: Factor name -> (batch feature, vocabulary in `vocab_sizes`).
 TAG_FACTORS = {
@@ -49,7 +53,7 @@ WHOLE_WORD, BEGIN, INSIDE, END = 4, 5, 6, 7
 SUBWORD_TAG_COUNT = 8
 
 
-def subword_tags(words):
+def subword_tags(words: Tensor) -> Tensor:
     """Sennrich and Haddow's subword tags from word positions.
 
     Args:
@@ -59,13 +63,13 @@ def subword_tags(words):
         int32 [B, S]: `WHOLE_WORD`, `BEGIN`, `INSIDE` or `END`; `PAD_ID` where
         there is no word.
     """
-    words = tf.cast(words, tf.int32)
-    previous = tf.pad(words[:, :-1], [[0, 0], [1, 0]])
-    following = tf.pad(words[:, 1:], [[0, 0], [0, 1]])
-    starts = tf.not_equal(words, previous)
-    ends = tf.not_equal(words, following)
-    tags = tf.where(starts, tf.where(ends, WHOLE_WORD, BEGIN), tf.where(ends, END, INSIDE))
-    return tf.where(words > 0, tags, PAD_ID)
+    words = ops.cast(words, "int32")
+    previous = ops.pad(words[:, :-1], [[0, 0], [1, 0]])
+    following = ops.pad(words[:, 1:], [[0, 0], [0, 1]])
+    starts = ops.not_equal(words, previous)
+    ends = ops.not_equal(words, following)
+    tags = ops.where(starts, ops.where(ends, WHOLE_WORD, BEGIN), ops.where(ends, END, INSIDE))
+    return ops.cast(ops.where(words > 0, tags, PAD_ID), "int32")
 
 
 @registry.register_model("sennrich_haddow")
@@ -79,7 +83,7 @@ class SennrichHaddow(Transformer):
     train_features = frozenset({"inputs", "targets", "src_deprel"})
     decode_features = frozenset({"inputs", "src_deprel"})
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs: Any):
         super().__init__(hparams, vocab_sizes, **kwargs)
         hp = self.hparams
         needed = {TAG_FACTORS[factor][0] for factor in hp.sh_factors if factor in TAG_FACTORS}
@@ -97,11 +101,11 @@ class SennrichHaddow(Transformer):
         self.factor_embeddings = embeddings
 
     @property
-    def reads_word_positions(self):
+    def reads_word_positions(self) -> bool:
         """Whether `source_word_positions` matters: the subword-tag factor reads it."""
         return SUBWORD_TAG in self.hparams.sh_factors
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         hp = self.hparams
         unknown = [factor for factor in hp.sh_factors if factor not in FACTORS]
@@ -120,18 +124,19 @@ class SennrichHaddow(Transformer):
                                f"{sum(hp.sh_factor_sizes)}, leaving no room for the word embedding "
                                f"in hidden_size={hp.hidden_size}")
 
-    def source_embedding_size(self):
+    def source_embedding_size(self) -> int:
         return self.hparams.hidden_size - sum(self.hparams.sh_factor_sizes)
 
-    def factor_ids(self, factor, features, source_ids):
+    def factor_ids(self, factor: str, features: Features, source_ids: Tensor) -> Tensor:
         """Ids of one factor aligned with `source_ids`: int32 [B, S']."""
-        length = tf.shape(source_ids)[1] - (1 if self.prefix_root else 0)
+        length = ops.shape(source_ids)[1] - (1 if self.prefix_root else 0)
         if factor == SUBWORD_TAG:
             words = word_positions.word_positions(self, features, length)
             if words is None:
                 tokens = source_ids[:, 1:] if self.prefix_root else source_ids
-                is_word = tf.logical_and(tf.not_equal(tokens, PAD_ID), tf.not_equal(tokens, EOS_ID))
-                words = tf.where(is_word, tf.range(length)[None, :] + 1, 0)
+                is_word = ops.logical_and(ops.not_equal(tokens, PAD_ID),
+                                          ops.not_equal(tokens, EOS_ID))
+                words = ops.where(is_word, ops.arange(length, dtype="int32")[None, :] + 1, 0)
             ids = subword_tags(words)
         else:
             key = TAG_FACTORS[factor][0]
@@ -140,14 +145,14 @@ class SennrichHaddow(Transformer):
                                f"the factor {factor!r}; the batch has {sorted(features)}")
             ids = fit_length(features[key], length, PAD_ID)
         if self.prefix_root:
-            ids = tf.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
-        return tf.where(tf.equal(source_ids, EOS_ID), EOS_ID, ids)
+            ids = ops.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
+        return ops.where(ops.equal(source_ids, EOS_ID), EOS_ID, ids)
 
-    def embed_source(self, features, source_ids, training):
+    def embed_source(self, features: Features, source_ids: Tensor, training: bool) -> Tensor:
         parts = [self.source_embedding(source_ids)]
         for factor, embedding in zip(self.hparams.sh_factors, self.factor_embeddings):
             parts.append(embedding(self.factor_ids(factor, features, source_ids)))
-        x = tf.concat(parts, axis=-1)
+        x = ops.concatenate(parts, axis=-1)
         if self.position_encoding is not None:
             x = self.position_encoding(x, start=0)
         return self.embedding_dropout(x, training=training)

@@ -18,16 +18,19 @@ head's logits are returned as `"sisa_logits"` [B, S, S]: they are not
 `<ROOT>`-prefixed parse logits. Decoding needs no tree.
 """
 
-import tensorflow as tf
+from typing import Any, Mapping, Optional
+
+from keras import ops
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParamsError
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.models import word_positions
+from syntax_t2t.models.losses import Tensor
 from syntax_t2t.models.parse_head import SupervisedHeadLosses, check_parse_loss_hparams
-from syntax_t2t.models.transformer import Transformer
+from syntax_t2t.models.transformer import Features, Transformer
 
 
-def parent_targets(heads, words=None):
+def parent_targets(heads: Tensor, words: Optional[Tensor] = None) -> Tensor:
     """The 0-based position of each token's parent, as SISA is trained on it.
 
     Args:
@@ -40,11 +43,11 @@ def parent_targets(heads, words=None):
         int32 [B, S]: `head - 1`; for a token attached to ROOT the first
         position of its own word; -1 where there is no tree node.
     """
-    heads = tf.cast(heads, tf.int32)
-    own = (tf.range(tf.shape(heads)[1], dtype=tf.int32)[None, :] if words is None
+    heads = ops.cast(heads, "int32")
+    own = (ops.arange(ops.shape(heads)[1], dtype="int32")[None, :] if words is None
            else word_positions.first_positions(words))
-    own = tf.broadcast_to(own, tf.shape(heads))
-    return tf.where(heads > 0, heads - 1, tf.where(heads == 0, own, -1))
+    own = ops.broadcast_to(own, ops.shape(heads))
+    return ops.where(heads > 0, heads - 1, ops.where(heads == 0, own, -1))
 
 
 @registry.register_model("sisa")
@@ -61,12 +64,12 @@ class Sisa(SupervisedHeadLosses, Transformer):
     #: Reads `src_word_position` with `source_word_positions` (bin/train warns when off).
     reads_word_positions = True
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs: Any):
         super().__init__(hparams, vocab_sizes, **kwargs)
         if self.hparams.source_word_positions:
             self.train_features = type(self).train_features | {word_positions.WORD_POSITION}
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         hp = self.hparams
         self.check_encoder_position("sisa_layer", hp.sisa_layer, "sisa_head", [hp.sisa_head])
@@ -76,23 +79,23 @@ class Sisa(SupervisedHeadLosses, Transformer):
             raise HParamsError(f"sisa_loss_weight={hp.sisa_loss_weight} must be >= 0")
         check_parse_loss_hparams(hp)
 
-    def encoder_attention_options(self, layer_index):
+    def encoder_attention_options(self, layer_index: int) -> dict:
         options = super().encoder_attention_options(layer_index)
         hp = self.hparams
         if layer_index == hp.sisa_layer:
             options.update(biaffine_head=hp.sisa_head, biaffine_size=hp.sisa_size or None)
         return options
 
-    def parse_head(self, layer_index):
+    def parse_head(self, layer_index: int) -> Optional[int]:
         hp = self.hparams
         return hp.sisa_head if layer_index == hp.sisa_layer else super().parse_head(layer_index)
 
-    def gold_head_positions(self, features, source_ids):
+    def gold_head_positions(self, features: Features, source_ids: Tensor) -> Tensor:
         """The gold parent position of each source position, -1 where none: int32 [B, S]."""
         heads = self.source_heads(features, source_ids)
-        words = word_positions.word_positions(self, features, tf.shape(source_ids)[1])
+        words = word_positions.word_positions(self, features, ops.shape(source_ids)[1])
         return parent_targets(heads, words)
 
-    def parse_loss_weight(self):
+    def parse_loss_weight(self) -> float:
         """`sisa_loss_weight`: the parent loss (in the `parse_loss` form) weighs this much."""
         return self.hparams.sisa_loss_weight

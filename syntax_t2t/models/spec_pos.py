@@ -21,14 +21,14 @@ class SpecPos(SpecializedHeadTransformer):
     decode_features = frozenset({"inputs", "src_xpos"})
 
     @property
-    def tag_feature(self):
+    def tag_feature(self) -> str:
         return f"src_{self.hparams.pos}"
 
     @property
-    def tag_vocabulary(self):
+    def tag_vocabulary(self) -> str:
         return self.hparams.pos
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         if self.hparams.pos not in POS_TAG_SETS:
             raise HParamsError(

@@ -1,10 +1,14 @@
 """Specialised attention heads (thesis 3.2), the common part of SpecPOS and SpecDep."""
 
-import tensorflow as tf
+from typing import Any, Mapping
 
-from syntax_t2t.hparams import HParamsError
+from keras import ops
+
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers.embedding import TokenEmbedding
-from syntax_t2t.models.transformer import EOS_ID, PAD_ID, ROOT_ID, Transformer, fit_length
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, ROOT_ID, Features, Transformer,
+                                           fit_length)
 
 TAG_FEATURES = frozenset({"src_deprel", "src_upos", "src_xpos"})
 
@@ -26,7 +30,7 @@ class SpecializedHeadTransformer(Transformer):
     #: Key of the tag vocabulary in `vocab_sizes`, e.g. "deprel".
     tag_vocabulary = None
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs: Any):
         super().__init__(hparams, vocab_sizes, **kwargs)
         # The class attributes name the default tag set; keep the other
         # features (of combined models) and swap in the chosen tags.
@@ -36,7 +40,7 @@ class SpecializedHeadTransformer(Transformer):
             self.vocab_size(self.tag_vocabulary), self.hparams.hidden_size, name="tag_embedding")
         self.tag_embedding.build((None, None))
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         hp = self.hparams
         if not hp.spec_heads:
@@ -45,17 +49,17 @@ class SpecializedHeadTransformer(Transformer):
             raise HParamsError(f"spec_heads={hp.spec_heads} repeats a head")
         self.check_encoder_position("spec_layer", hp.spec_layer, "spec_heads", hp.spec_heads)
 
-    def spec_heads(self, layer_index):
+    def spec_heads(self, layer_index: int) -> tuple:
         return tuple(self.hparams.spec_heads) if layer_index == self.hparams.spec_layer else ()
 
-    def spec_inputs(self, features, source_ids):
+    def spec_inputs(self, features: Features, source_ids: Tensor) -> Tensor:
         """Tag embeddings [B, S', D] aligned with `source_ids`."""
         if self.tag_feature not in features:
             raise KeyError(f"model {type(self).__name__} needs the batch feature "
                            f"{self.tag_feature!r}; the batch has {sorted(features)}")
-        length = tf.shape(source_ids)[1] - (1 if self.prefix_root else 0)
+        length = ops.shape(source_ids)[1] - (1 if self.prefix_root else 0)
         tags = fit_length(features[self.tag_feature], length, PAD_ID)
         if self.prefix_root:
-            tags = tf.pad(tags, [[0, 0], [1, 0]], constant_values=ROOT_ID)
-        tags = tf.where(tf.equal(source_ids, EOS_ID), EOS_ID, tags)
+            tags = ops.pad(tags, [[0, 0], [1, 0]], constant_values=ROOT_ID)
+        tags = ops.where(ops.equal(source_ids, EOS_ID), EOS_ID, tags)
         return self.tag_embedding(tags)

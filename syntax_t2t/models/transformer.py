@@ -35,11 +35,13 @@ fixed-size self-attention cache from `initial_decoder_cache`; this is the
 `symbols_to_logits_fn(ids, step, cache)` of `syntax_t2t.decoding`.
 """
 
+from typing import Any, Mapping, Optional, Sequence
+
 import keras
-import tensorflow as tf
+from keras import ops
 
 from syntax_t2t import registry
-from syntax_t2t.hparams import HParamsError
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers import attention_cache, masks, tree_labels
 from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
 from syntax_t2t.layers.embedding import TokenEmbedding
@@ -47,24 +49,39 @@ from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding
 from syntax_t2t.models import losses
 from syntax_t2t.models.hparams_model import HParamsModel
+from syntax_t2t.models.losses import Tensor
 
 PAD_ID, EOS_ID, ROOT_ID = 0, 1, 3
 POSITION_ENCODINGS = ("sinusoid", "none")
 RELATIVE = "relative"
+#: A batch: feature name -> int tensor [B, ...].
+Features = Mapping[str, Tensor]
 
 
-def fit_length(values, length, pad_value):
-    """Pads with `pad_value` or cuts the last axis of [B, S'] to `length`."""
-    values = tf.cast(values, tf.int32)
-    missing = tf.maximum(length - tf.shape(values)[1], 0)
-    values = tf.pad(values, [[0, 0], [0, missing]], constant_values=pad_value)
+def fit_length(values: Tensor, length: Any, pad_value: int) -> Tensor:
+    """Pads with `pad_value` or cuts the last axis of [B, S'] to `length`.
+
+    Args:
+        values: int [B, S'].
+        length: the wanted S, a Python int or (TensorFlow graphs) a scalar
+            tensor such as an `ops.shape` entry.
+        pad_value: the id of the added positions.
+
+    Returns:
+        int32 [B, S].
+    """
+    values = ops.cast(values, "int32")
+    # `length` positions always suffice, and their number is static wherever
+    # `length` is: JAX pads only by static widths, and `length - S'` may be
+    # negative.
+    values = ops.pad(values, [[0, 0], [0, length]], constant_values=pad_value)
     return values[:, :length]
 
 
-def shift_right(targets):
+def shift_right(targets: Tensor) -> Tensor:
     """Decoder inputs for teacher forcing: `[0, y_1, .., y_{T-1}]` (T2T's shift_right)."""
-    targets = tf.cast(targets, tf.int32)
-    return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]
+    targets = ops.cast(targets, "int32")
+    return ops.pad(targets, [[0, 0], [1, 0]])[:, :-1]
 
 
 @registry.register_model("transformer")
@@ -98,7 +115,7 @@ class Transformer(HParamsModel):
     #: another frame (SISA) use their own key.
     head_logits_key = "parse_logits"
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs):
         super().__init__(**kwargs)
         self.hparams = hparams.copy()
         self.vocab_sizes = {str(k): int(v) for k, v in dict(vocab_sizes).items()}
@@ -143,7 +160,7 @@ class Transformer(HParamsModel):
 
     # ----------------------------------------------------------------- setup
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         """Raises `HParamsError` for values the model cannot use."""
         hp = self.hparams
         if hp.hidden_size % hp.num_heads:
@@ -156,14 +173,15 @@ class Transformer(HParamsModel):
             raise HParamsError(f"max_relative_position={hp.max_relative_position} must be "
                                f">= 0 (0 = no relative positions)")
 
-    def position_encoding_name(self):
+    def position_encoding_name(self) -> str:
         """`hparams.position_encoding`, reading `None` as "none".
 
         `--hparams=position_encoding=none` parses the literal `none` as None.
         """
         return self.hparams.position_encoding or "none"
 
-    def check_encoder_position(self, layer_name, layer, head_name, heads):
+    def check_encoder_position(self, layer_name: str, layer: int, head_name: str,
+                               heads: Sequence[int]) -> None:
         """Checks that encoder `layer` and every head in `heads` exist."""
         hp = self.hparams
         if not 0 <= layer < hp.num_encoder_layers:
@@ -192,16 +210,16 @@ class Transformer(HParamsModel):
 
     # ----------------------------------------------------------------- hooks
 
-    def relative_label_vocab_sizes(self):
+    def relative_label_vocab_sizes(self) -> dict:
         """`{"relative": 2k + 1}` when relative positions are on, else `{}`."""
         k = self.hparams.max_relative_position
         return {RELATIVE: tree_labels.relative_position_label_count(k)} if k > 0 else {}
 
-    def tree_label_vocab_sizes(self):
+    def tree_label_vocab_sizes(self) -> dict:
         """Label kinds derived from source trees, `{name: L}` (none here)."""
         return {}
 
-    def source_labels(self, features, source_ids):
+    def source_labels(self, features: Features, source_ids: Tensor) -> dict:
         """Label ids for the encoder's self-attention biases.
 
         Args:
@@ -215,26 +233,26 @@ class Transformer(HParamsModel):
         k = self.hparams.max_relative_position
         if k <= 0:
             return {}
-        length = tf.shape(source_ids)[1]
+        length = ops.shape(source_ids)[1]
         return {RELATIVE: tree_labels.relative_position_labels(length, length, k)}
 
-    def spec_heads(self, layer_index):
+    def spec_heads(self, layer_index: int) -> tuple:
         """Specialised heads of encoder layer `layer_index` (none here)."""
         return ()
 
-    def spec_inputs(self, features, source_ids):
+    def spec_inputs(self, features: Features, source_ids: Tensor) -> Optional[Tensor]:
         """[B, S', D] the specialised heads' queries and keys come from (None here)."""
         return None
 
-    def parse_head(self, layer_index):
+    def parse_head(self, layer_index: int) -> Optional[int]:
         """The parse head of encoder layer `layer_index`, or None (none here)."""
         return None
 
-    def encoder_attention_options(self, layer_index):
+    def encoder_attention_options(self, layer_index: int) -> dict:
         """Further `MultiHeadAttention` options of encoder layer `layer_index` ({} here)."""
         return {}
 
-    def encoder_layer_class(self, layer_index):
+    def encoder_layer_class(self, layer_index: int) -> type:
         """The block class of encoder layer `layer_index` (`TransformerEncoderLayer` here).
 
         It is built with the arguments of `TransformerEncoderLayer` plus
@@ -244,36 +262,36 @@ class Transformer(HParamsModel):
         """
         return TransformerEncoderLayer
 
-    def encoder_layer_inputs(self, features, source_ids):
+    def encoder_layer_inputs(self, features: Features, source_ids: Tensor) -> dict:
         """`{name: tensor}` inputs for encoder blocks with `extra_inputs` ({} here)."""
         return {}
 
-    def source_parents(self, features, source_ids):
+    def source_parents(self, features: Features, source_ids: Tensor) -> Optional[Tensor]:
         """float32 [B, S'] parent positions for parent-scaled heads (None here)."""
         return None
 
-    def source_embedding_size(self):
+    def source_embedding_size(self) -> int:
         """Width of the source token embedding (the model width here)."""
         return self.hparams.hidden_size
 
-    def target_embedding_size(self):
+    def target_embedding_size(self) -> int:
         """Width of the target token embedding (the model width here)."""
         return self.hparams.hidden_size
 
-    def embed_source(self, features, source_ids, training):
+    def embed_source(self, features: Features, source_ids: Tensor, training: bool) -> Tensor:
         """The encoder's input [B, S', D]: token embeddings, positions, dropout."""
         return self._embed(self.source_embedding, source_ids, 0, training)
 
     # ------------------------------------------------------------- encoding
 
-    def source_ids(self, features):
+    def source_ids(self, features: Features) -> Tensor:
         """`inputs`, `<ROOT>`-prefixed for parse models: int32 [B, S'] (S' = S or S + 1)."""
-        ids = tf.cast(features["inputs"], tf.int32)
+        ids = ops.cast(features["inputs"], "int32")
         if self.prefix_root:
-            ids = tf.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
+            ids = ops.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
         return ids
 
-    def source_heads(self, features, source_ids):
+    def source_heads(self, features: Features, source_ids: Tensor) -> Tensor:
         """`src_heads` fitted to the words of `source_ids`: int32 [B, S], -1 = no word.
 
         Raises:
@@ -282,7 +300,7 @@ class Transformer(HParamsModel):
         if "src_heads" not in features:
             raise KeyError(f"model {type(self).__name__} needs the batch feature 'src_heads' "
                            f"(source trees); the batch has {sorted(features)}")
-        length = tf.shape(source_ids)[1] - (1 if self.prefix_root else 0)
+        length = ops.shape(source_ids)[1] - (1 if self.prefix_root else 0)
         return fit_length(features["src_heads"], length, -1)
 
     def _embed(self, embedding, ids, start, training):
@@ -291,7 +309,8 @@ class Transformer(HParamsModel):
             x = self.position_encoding(x, start=start)
         return self.embedding_dropout(x, training=training)
 
-    def encode(self, features, training=False, return_attention=False):
+    def encode(self, features: Features, training: bool = False,
+               return_attention: bool = False) -> dict:
         """Runs the encoder.
 
         Args:
@@ -342,16 +361,17 @@ class Transformer(HParamsModel):
         return {RELATIVE: tree_labels.relative_position_labels(
             query_length, key_length, k, query_offset)}
 
-    def output_logits(self, decoder_outputs):
+    def output_logits(self, decoder_outputs: Tensor) -> Tensor:
         """float32 [..., V] from decoder outputs [..., D]."""
         return self.softmax_embedding.logits(decoder_outputs)
 
-    def decode(self, targets, encoded, training=False):
+    def decode(self, targets: Tensor, encoded: Mapping[str, Any], training: bool = False) -> Tensor:
         """Teacher-forced decoder: logits float32 [B, T, V] for `targets` [B, T]."""
         x = self._embed(self.target_embedding, shift_right(targets), 0, training)
         return self.output_logits(self.decoder_states(x, encoded, training=training))
 
-    def decoder_states(self, x, encoded, training=False):
+    def decoder_states(self, x: Tensor, encoded: Mapping[str, Any],
+                       training: bool = False) -> Tensor:
         """Teacher-forced decoder outputs [B, T, D] (final layer norm applied).
 
         Args:
@@ -359,7 +379,7 @@ class Transformer(HParamsModel):
             encoded: from `encode`.
             training: applies dropout.
         """
-        length = tf.shape(x)[1]
+        length = ops.shape(x)[1]
         causal = masks.causal_mask(length)
         memory_mask = encoded["padding_mask"][:, None, :]
         labels = self._target_labels(length, length, 0)
@@ -368,7 +388,7 @@ class Transformer(HParamsModel):
                          memory_mask=memory_mask, labels=labels, training=training)
         return self.decoder_norm(x)
 
-    def decoder_memory(self, encoded, beam_size=1):
+    def decoder_memory(self, encoded: Mapping[str, Any], beam_size: int = 1) -> dict:
         """What every decoding step reads but never changes.
 
         Args:
@@ -387,7 +407,8 @@ class Transformer(HParamsModel):
                 "cross_attention": [layer.memory_cache(encoded["outputs"])
                                     for layer in self.decoder_layers]}
 
-    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
+    def initial_decoder_cache(self, batch_size: Any, max_length: Any,
+                              in_place: bool = False) -> dict:
         """Empty self-attention caches for `max_length` decoding steps.
 
         Args:
@@ -406,11 +427,12 @@ class Transformer(HParamsModel):
         if in_place:
             return {"self_attention": [attention_cache.empty_in_place_cache(
                 shape, self.compute_dtype) for _ in self.decoder_layers]}
-        return {"self_attention": [(tf.zeros(shape, self.compute_dtype),
-                                    tf.zeros(shape, self.compute_dtype))
+        return {"self_attention": [(ops.zeros(shape, self.compute_dtype),
+                                    ops.zeros(shape, self.compute_dtype))
                                    for _ in self.decoder_layers]}
 
-    def decode_step(self, ids, step, cache, memory, training=False):
+    def decode_step(self, ids: Tensor, step: Any, cache: dict, memory: Mapping[str, Any],
+                    training: bool = False) -> tuple:
         """Logits of target position `step` given the previous token.
 
         Args:
@@ -425,12 +447,13 @@ class Transformer(HParamsModel):
             `(logits float32 [B, V], cache)` with this step's keys and values
             written into the cache.
         """
-        ids = tf.cast(ids, tf.int32)[:, None]
+        ids = ops.cast(ids, "int32")[:, None]
         x = self._embed(self.target_embedding, ids, step, training)
         states, cache = self.decoder_step_states(x, step, cache, memory, training=training)
         return self.output_logits(states)[:, 0], cache
 
-    def decoder_step_states(self, x, step, cache, memory, training=False):
+    def decoder_step_states(self, x: Tensor, step: Any, cache: dict, memory: Mapping[str, Any],
+                            training: bool = False) -> tuple:
         """One incremental decoder step on an embedded input.
 
         Args:
@@ -442,7 +465,7 @@ class Transformer(HParamsModel):
             applied) and the cache with this step's keys and values written;
             other cache entries (a subclass's) are passed through.
         """
-        max_length = tf.shape(cache["self_attention"][0][0])[2]
+        max_length = ops.shape(cache["self_attention"][0][0])[2]
         causal = masks.causal_mask(1, max_length, step)
         labels = self._target_labels(1, max_length, step)
         memory_mask = memory["padding_mask"][:, None, :]
@@ -458,7 +481,8 @@ class Transformer(HParamsModel):
 
     # ------------------------------------------------------ training interface
 
-    def call(self, features, training=False, return_attention=False):
+    def call(self, features: Features, training: bool = False,
+             return_attention: bool = False) -> dict:
         """Teacher-forced forward pass.
 
         Args:
@@ -479,7 +503,7 @@ class Transformer(HParamsModel):
                 outputs[key] = encoded[key]
         return outputs
 
-    def compute_losses(self, features, outputs):
+    def compute_losses(self, features: Features, outputs: Mapping[str, Tensor]) -> dict:
         """Scalar float32 losses: `"nmt"` and `"total"` (the same here)."""
         nmt = losses.label_smoothed_cross_entropy(
             outputs["logits"], features["targets"], self.hparams.label_smoothing)

@@ -10,18 +10,23 @@ holds what they share and each subclass names its label:
   on-device labels (`layers/tree_labels.py`).
 
 The label matrices are computed from `src_heads` on the device, once per batch
-for all layers, by an XLA-compiled function: XLA fuses the computation's
-elementwise steps (TreeTraversal labels of a `transformer_tiny` benchmark
-batch: 0.6 ms instead of 1.3 ms; `docs/performance.md`). On subword problems,
-`source_word_positions=true` makes them the labels of the words
-(`src_word_position`).
+for all layers. They are compiled with the rest of the step that reads them
+(the trainer's and the decoder's XLA or `jax.jit` compilation), not by a
+compilation of their own, so that the model stays backend-neutral; a step run
+without XLA on TensorFlow computes them op by op (TreeTraversal labels of a
+`transformer_tiny` benchmark batch: 1.3 ms against 0.6 ms compiled,
+`docs/performance.md`). On subword problems, `source_word_positions=true`
+makes them the labels of the words (`src_word_position`).
 """
 
-import tensorflow as tf
+from typing import Any, Mapping, Optional
 
-from syntax_t2t.hparams import HParamsError
+from keras import ops
+
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.transformer import Transformer
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import Features, Transformer
 
 
 class TreeLabelTransformer(Transformer):
@@ -35,35 +40,36 @@ class TreeLabelTransformer(Transformer):
     limit_hparam = ""
 
     @staticmethod
-    def label_count(limit):
+    def label_count(limit: int) -> int:
+        """The label vocabulary size for `limit`."""
         raise NotImplementedError
 
     @staticmethod
-    def pair_labels(heads, limit, include_root, word_positions):
+    def pair_labels(heads: Tensor, limit: int, include_root: bool,
+                    word_positions: Optional[Tensor]) -> Tensor:
+        """int32 [B, S', S'] labels of every token pair (`layers/tree_labels.py`)."""
         raise NotImplementedError
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs: Any):
         super().__init__(hparams, vocab_sizes, **kwargs)
         word_positions.with_word_positions(self)
-        self._compiled_pair_labels = tf.function(self.pair_labels, jit_compile=True,
-                                                 reduce_retracing=True)
 
     @property
-    def label_limit(self):
+    def label_limit(self) -> int:
         return getattr(self.hparams, self.limit_hparam)
 
-    def check_hparams(self):
+    def check_hparams(self) -> None:
         super().check_hparams()
         if self.label_limit < 1:
             raise HParamsError(f"{self.limit_hparam}={self.label_limit} must be at least 1")
 
-    def tree_label_vocab_sizes(self):
+    def tree_label_vocab_sizes(self) -> dict:
         return {**super().tree_label_vocab_sizes(), self.label_name: self.label_count(self.label_limit)}
 
-    def source_labels(self, features, source_ids):
+    def source_labels(self, features: Features, source_ids: Tensor) -> dict:
         labels = super().source_labels(features, source_ids)
         heads = self.source_heads(features, source_ids)
-        labels[self.label_name] = self._compiled_pair_labels(
+        labels[self.label_name] = self.pair_labels(
             heads, self.label_limit, include_root=self.prefix_root,
-            word_positions=word_positions.word_positions(self, features, tf.shape(heads)[1]))
+            word_positions=word_positions.word_positions(self, features, ops.shape(heads)[1]))
         return labels

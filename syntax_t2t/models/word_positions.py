@@ -10,27 +10,31 @@ subword tags). With the hparam `source_word_positions` off, every token with
 a head is a word of its own, as on word-level problems.
 """
 
-import tensorflow as tf
+from typing import Any, Optional
 
-from syntax_t2t.models.transformer import PAD_ID, fit_length
+from keras import ops
+
+from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.transformer import PAD_ID, Features, fit_length
 
 WORD_POSITION = "src_word_position"
 
 
-def with_word_positions(model):
+def with_word_positions(model: Any) -> None:
     """Adds `src_word_position` to an instance's feature sets when its hparams read it."""
     if model.hparams.source_word_positions:
         model.train_features = type(model).train_features | {WORD_POSITION}
         model.decode_features = type(model).decode_features | {WORD_POSITION}
 
 
-def word_positions(model, features, length):
+def word_positions(model: Any, features: Features, length: Any) -> Optional[Tensor]:
     """`src_word_position` fitted to `length` tokens, or None when the model does not read it.
 
     Args:
         model: a model whose hparams have `source_word_positions`.
         features: the batch.
-        length: S, the number of source tokens (without a `<ROOT>` prefix).
+        length: S, the number of source tokens (without a `<ROOT>` prefix):
+            a Python int or a scalar tensor (`fit_length`).
 
     Returns:
         int32 [B, S] (0 = no word) or None.
@@ -47,7 +51,7 @@ def word_positions(model, features, length):
     return fit_length(features[WORD_POSITION], length, PAD_ID)
 
 
-def first_positions(words):
+def first_positions(words: Tensor) -> Tensor:
     """For every token, the 0-based position of the first token of its word.
 
     Args:
@@ -56,12 +60,12 @@ def first_positions(words):
     Returns:
         int32 [B, S]; a token without a word gets its own position.
     """
-    words = tf.cast(words, tf.int32)
-    length = tf.shape(words)[1]
-    indices = tf.range(length, dtype=tf.int32)
-    same_word = tf.logical_and(tf.equal(words[:, :, None], words[:, None, :]),
-                               words[:, :, None] > 0)
+    words = ops.cast(words, "int32")
+    length = ops.shape(words)[1]
+    indices = ops.arange(length, dtype="int32")
+    same_word = ops.logical_and(ops.equal(words[:, :, None], words[:, None, :]),
+                                words[:, :, None] > 0)
     # The first position of the word: the smallest index with the same word.
-    candidates = tf.where(same_word, indices[None, None, :], length)
-    first = tf.reduce_min(candidates, axis=-1)
-    return tf.where(words > 0, first, indices[None, :])
+    candidates = ops.where(same_word, indices[None, None, :], length)
+    first = ops.min(candidates, axis=-1)
+    return ops.where(words > 0, first, indices[None, :])
