@@ -10,7 +10,6 @@ import os
 import re
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
-import nltk
 import numpy as np
 from absl import logging
 
@@ -39,6 +38,9 @@ def parse_bracketed(text: str, source_name: str = "<string>", first_line: int = 
     Raises:
         InputError: naming the source, the line and the problem.
     """
+    # nltk only here: models import this module's feature conversions without it.
+    import nltk
+
     try:
         tree = nltk.Tree.fromstring(text)
     except ValueError as error:

@@ -17,12 +17,16 @@ level 1 of every tree holds the sentence's immediate constituents.
 
 import dataclasses
 import functools
-from typing import NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
-import nltk
 import numpy as np
 
 from syntax_t2t.data.tree import UNKNOWN
+
+if TYPE_CHECKING:
+    # Only reading and writing bracketed text needs nltk, imported there: the
+    # models that derive phrase structures from this module build without it.
+    import nltk
 
 EMPTY_ELEMENT = "-NONE-"
 ROOT_WRAPPER_LABELS = frozenset({"", "ROOT", "TOP"})
@@ -150,7 +154,7 @@ class ConstituencyTree:
         )
 
     @classmethod
-    def from_nltk(cls, tree: nltk.Tree) -> "ConstituencyTree":
+    def from_nltk(cls, tree: "nltk.Tree") -> "ConstituencyTree":
         """Converts an `nltk.Tree` as described in the module docstring.
 
         Raises:
@@ -193,8 +197,10 @@ class ConstituencyTree:
         """The children of `constituent`, left to right."""
         return self._children[constituent]
 
-    def to_nltk(self) -> nltk.Tree:
+    def to_nltk(self) -> "nltk.Tree":
         """The tree as an `nltk.Tree`; tagged words become preterminals."""
+        import nltk
+
         built = [None] * self.num_constituents
         for k in reversed(range(self.num_constituents)):
             parts = []
@@ -270,10 +276,14 @@ def _check_spans(spans: np.ndarray, labels: Sequence[str], n: int) -> np.ndarray
 
 
 def _is_preterminal(node) -> bool:
+    import nltk
+
     return isinstance(node, nltk.Tree) and len(node) == 1 and isinstance(node[0], str)
 
 
-def _from_nltk(tree: nltk.Tree) -> ConstituencyTree:
+def _from_nltk(tree: "nltk.Tree") -> ConstituencyTree:
+    import nltk
+
     if not isinstance(tree, nltk.Tree):
         raise ConstituencyError(f"expected a bracketed tree, got the bare word {tree!r}")
     while (
