@@ -27,7 +27,7 @@ from absl import app, flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
-from syntax_t2t.cli import analyze, average_checkpoints, datagen, decode, evaluate, train
+from syntax_t2t.cli import analyze, average_checkpoints, datagen, decode, evaluate, registration, train
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
 
@@ -60,7 +60,7 @@ def run_program(name, capsys, **flag_values):
     Returns:
         (exit status, stdout, stderr).
     """
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["bad_input"])
     status = 0
@@ -92,7 +92,7 @@ def generated_data(data_dir):
     """A small generated `synthetic_syntax_reorder` data directory (made once per path)."""
     data_dir = str(data_dir)
     if not os.path.exists(os.path.join(data_dir, f"{PROBLEM}.complete.json")):
-        registry.import_all()
+        registration.import_all()
         problem = registry.problems.get(PROBLEM)(train_size=200, dev_size=20, test_size=5,
                                                  max_length=8)
         problem.generate_data(data_dir, os.path.join(os.path.dirname(data_dir), "raw"))

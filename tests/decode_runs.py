@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import flags
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
 
@@ -93,7 +94,7 @@ def generated_data(root, program, count):
         `(problem, samples)`: the problem with its vocabularies loaded, and
         `(source tree, target)` pairs.
     """
-    registry.import_all()
+    registration.import_all()
     if not flags.FLAGS.is_parsed():
         flags.FLAGS([program])
     problem = registry.problem(PROBLEM)

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.training import accumulation
 from syntax_t2t.training.trainer import Trainer
 
@@ -16,7 +17,7 @@ TINY = dict(hidden_size=16, filter_size=32, num_heads=2, num_encoder_layers=1,
 
 
 def hparams(**overrides):
-    registry.import_all()
+    registration.import_all()
     values = registry.hparams("transformer_tiny")
     return values.override({**TINY, **overrides})
 

@@ -7,6 +7,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.cli import aliases, train  # noqa: F401  (train defines its aliases)
 from syntax_t2t.training import checkpoints, distribution, run_directory
 
@@ -73,7 +74,7 @@ def test_hparam_aliases_join_the_overrides():
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     root = tmp_path_factory.mktemp("aliases")
     problem = registry.problems.get(PROBLEM)(train_size=200, dev_size=20, test_size=5, max_length=8)
     problem.generate_data(str(root / "data"), str(root / "raw"))

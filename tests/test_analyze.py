@@ -10,7 +10,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
-from syntax_t2t.cli import analyze, common
+from syntax_t2t.cli import analyze, common, registration
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.evaluation import attention, length_buckets
@@ -63,7 +63,7 @@ def test_histograms_count_weights_per_layer_and_per_head():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A dep_parse run with random weights and 6 test sentences (CoNLL-U and references)."""
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["analyze"])
     root = tmp_path_factory.mktemp("analyze")

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.decoding.fast_decode import make_decode_function
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models.anmt import ANMT, reverse_words
@@ -18,7 +19,7 @@ TARGETS = [[4, 5, 6, 1, 0], [7, 1, 0, 0, 0], [8, 9, 10, 11, 1]]
 
 
 def make_model(seed=0, **overrides):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("tree2seq_tiny")
     hparams.override({"embedding_size": 8, "hidden_size": 6, "blackout_samples": 5, **overrides})
     model = ANMT(hparams, VOCAB)
@@ -64,7 +65,7 @@ def test_no_tree_weights_and_the_decoder_starts_from_the_last_state():
 
 
 def test_the_tree_model_refuses_reversed_input():
-    registry.import_all()
+    registration.import_all()
     with pytest.raises(HParamsError, match="reverse_source=true: the tree encoder"):
         Tree2Seq(registry.hparams("anmt_small_reversed"), VOCAB)
     assert registry.hparams("anmt_small").reverse_source is False

@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.decoding.fast_decode import decode_batch
 from syntax_t2t.layers import attention_cache
 from syntax_t2t.layers.attention import MultiHeadAttention, _write_at
 
-registry.import_all()
+registration.import_all()
 
 
 @settings(max_examples=25, deadline=None)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.benchmarks import flops, measure, report, training_throughput
 from syntax_t2t.hparams import HParams
 
@@ -200,7 +201,7 @@ def test_interleaved_runs_every_runner_once_per_round_in_shuffled_orders():
 
 
 def test_own_hparams_sets_follow_the_size_of_the_run_set():
-    registry.import_all()
+    registration.import_all()
     assert training_throughput.own_hparams_sets("transformer_tiny") == {
         "tree2seq": "tree2seq_tiny", "anmt": "tree2seq_tiny"}
     assert training_throughput.own_hparams_sets("transformer_small") == {
@@ -233,7 +234,7 @@ def test_bench_quick_run_reports_every_model(tmp_path):
     results = json.loads((output_dir / "bench.json").read_text())
     png = (output_dir / "bench.png").read_bytes()
     assert png.startswith(b"\x89PNG")
-    registry.import_all()
+    registration.import_all()
     reported = set(results["training"]["cases"]) | set(results["training"]["skipped"])
     assert set(registry.models.names()) <= reported
     assert results["targets"], "the report evaluates no target"

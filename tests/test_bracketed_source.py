@@ -11,6 +11,7 @@ from absl import flags
 
 from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data import phrases
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, parse_bracketed, tree_from_constituent_features)
@@ -74,7 +75,7 @@ def write_trees(tmp_dir, problem, splits=SPLITS, tree_of=right_branching, split_
 
 @pytest.fixture(scope="module")
 def bracketed_data(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     raw = tmp_path_factory.mktemp("raw")
     data = tmp_path_factory.mktemp("data")
     problem = SyntheticSyntaxReorder(**SIZES)

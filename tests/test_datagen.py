@@ -9,8 +9,7 @@ import pytest
 from absl import flags
 from absl.testing import flagsaver
 
-from syntax_t2t import registry
-from syntax_t2t.cli import common, datagen
+from syntax_t2t.cli import common, datagen, registration
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS = flags.FLAGS
@@ -43,7 +42,7 @@ def test_cli_errors_are_one_clear_line(tmp_path):
 @pytest.fixture
 def run_datagen():
     """Runs `datagen.main` in this process with the given flags; returns its stdout."""
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["datagen"])
 

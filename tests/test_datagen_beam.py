@@ -11,8 +11,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from parser_fixtures import MULTI30K, untrained_pipeline_dir
-from syntax_t2t import registry
-from syntax_t2t.cli import datagen, datagen_beam
+from syntax_t2t.cli import datagen, datagen_beam, registration
 from syntax_t2t.data import pipeline
 from syntax_t2t.errors import InputError, MissingExtraError, SkipCounter, WorkerError
 from syntax_t2t.problem import DEV, SPLITS, TEST, TRAIN, Problem
@@ -70,7 +69,7 @@ def test_without_beam_the_tool_says_how_to_install_it(tmp_path, monkeypatch):
     # None in sys.modules makes `import apache_beam` raise ModuleNotFoundError.
     monkeypatch.setitem(sys.modules, "apache_beam", None)
     monkeypatch.delitem(sys.modules, "syntax_t2t.datagen.beam_pipeline", raising=False)
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["datagen_beam"])
     with flagsaver.flagsaver(problem="synthetic_syntax_reorder", data_dir=str(tmp_path / "data"),
@@ -171,7 +170,7 @@ def test_bad_input_met_by_a_worker_is_one_clear_error_and_no_data(tmp_path):
 
 @pytest.fixture
 def run_tool(capsys):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["datagen_beam"])
 

@@ -9,8 +9,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
-from syntax_t2t import registry
-from syntax_t2t.cli import common, datagen
+from syntax_t2t.cli import common, datagen, registration
 from syntax_t2t.data import pipeline
 from syntax_t2t.datagen.writer import DatagenTask
 from syntax_t2t.data.tree import DependencyTree
@@ -139,7 +138,7 @@ def test_tasks_refuse_vocabularies_of_other_options(tmp_path):
 
 @pytest.fixture
 def run_datagen(capsys):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["datagen"])
 

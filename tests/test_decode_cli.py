@@ -15,7 +15,7 @@ from absl.testing import flagsaver
 from decode_runs import PROBLEM, save_random_run, small_hparams
 
 from syntax_t2t import registry
-from syntax_t2t.cli import average_checkpoints, common, decode
+from syntax_t2t.cli import average_checkpoints, common, decode, registration
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
 from syntax_t2t.decoding.checkpoint_averaging import last_checkpoints
 from syntax_t2t.decoding.decoder import MissingFeaturesError
@@ -28,7 +28,7 @@ FLAGS = flags.FLAGS
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """Generated data, test sentences and two runs (dep_parse, tree_distance) with 2 checkpoints each."""
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["decode"])
     root = tmp_path_factory.mktemp("decode")

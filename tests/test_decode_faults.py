@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.decoding.decoder import Decoder
 from bad_input_harness import PROBLEM, generated_data, run_program, untrained_run
 
@@ -31,7 +32,7 @@ def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("decode_faults")
     data_dir = generated_data(root / "data")
     run_dir = untrained_run(root / "run", data_dir)
-    registry.import_all()
+    registration.import_all()
     problem = registry.problems.get(PROBLEM)(max_length=8)
     trees = [tree for tree, _ in itertools.islice(problem.generate_samples(None, "test", None), 120)]
     (root / "input.txt").write_text("".join(" ".join(tree.tokens) + "\n" for tree in trees),

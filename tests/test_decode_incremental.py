@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError, pad_batch
@@ -12,7 +13,7 @@ from syntax_t2t.decoding.fast_decode import decode_batch, input_lengths
 from syntax_t2t.decoding.inputs import SourceSentence
 
 VOCAB_SIZES = {"inputs": 30, "targets": 40, "deprel": 8, "upos": 8, "xpos": 8}
-registry.import_all()
+registration.import_all()
 
 
 def tiny_hparams(**overrides):

@@ -18,7 +18,7 @@ from absl.testing import flagsaver
 from decode_runs import generated_data, save_random_run, small_hparams, write_lines
 
 from syntax_t2t import registry
-from syntax_t2t.cli import common, decode, export, train
+from syntax_t2t.cli import common, decode, export, registration, train
 
 EXTRA_LENGTH = 3
 RUNS = {  # name: (model, hparams overrides)
@@ -196,7 +196,7 @@ def trained(tmp_path_factory):
     often; trained ones decode as the issue's demo does.
     """
     pytest.importorskip("ctranslate2")
-    registry.import_all()
+    registration.import_all()
     if not flags.FLAGS.is_parsed():
         flags.FLAGS(["train"])
     root = tmp_path_factory.mktemp("export_trained")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import archive, report, runner
 from syntax_t2t.data.conllu_reader import write_conllu
@@ -26,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(autouse=True)
 def _registry():
-    registry.import_all()
+    registration.import_all()
 
 
 def _experiment(**changes):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.grid import archive, length_penalty, report, runner
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid.experiment import Experiment, System, TranslationTest
@@ -23,7 +23,7 @@ DEV_OUTPUT = {0.6: ["a man rides", "two dogs", "a woman is reading", "children r
 
 @pytest.fixture(autouse=True)
 def _registry():
-    registry.import_all()
+    registration.import_all()
 
 
 def _experiment(**changes):

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.hparams import (HParams, HParamsError, parse_literal, parse_overrides,
                                 replace_override)
 
@@ -135,7 +136,7 @@ def test_replacing_an_override_keeps_brackets_and_quotes_whole():
     assert replace_override("a=[1,2],s='x,y'", "alpha", 2.0) == "a=[1,2],s='x,y',alpha=2.0"
 
 def test_registered_sets_build_on_each_other():
-    registry.import_all()
+    registration.import_all()
     base = registry.hparams("transformer_base")
     relative = registry.hparams("transformer_relative")
     assert base.differences(relative) == {
@@ -157,6 +158,6 @@ def test_none_is_a_string_for_string_parameters_and_an_error_elsewhere():
     hp = make().parse("maybe=none")
     assert hp.maybe is None
     assert HParams.from_json(hp.to_json()).parse("maybe=none").maybe is None
-    registry.import_all()
+    registration.import_all()
     assert registry.hparams("transformer_base").parse(
         "position_encoding=none").position_encoding == "none"

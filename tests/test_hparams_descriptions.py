@@ -9,13 +9,14 @@ from hypothesis import given, strategies as st
 
 from syntax_t2t.hparams_sets.descriptions import DESCRIPTIONS, describe
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParams, format_literal, parse_literal, parse_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def registered_parameters():
-    registry.import_all()
+    registration.import_all()
     return {name: set(registry.hparams(name).values()) for name in registry.hparams_sets.names()}
 
 
@@ -67,7 +68,7 @@ def test_print_hparams_prints_the_resolved_set_and_exits():
         capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    registry.import_all()
+    registration.import_all()
     assert len(lines) == len(registry.hparams("transformer_tiny").values())
     assert "pos=upos" in lines[[line.split("=")[0] for line in lines].index("pos")]
     assert any(line.startswith("spec_heads=[1,2] ") for line in lines)

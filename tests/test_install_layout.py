@@ -10,6 +10,7 @@ import pytest
 
 import syntax_t2t
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,8 @@ def test_a_users_top_level_problems_and_hparams_modules_shadow_nothing(tmp_path)
     (tmp_path / "hparams.py").write_text("WHOSE = 'the user'\n")
     script = ("import problems, hparams\n"
               "from syntax_t2t import registry\n"
-              "registry.import_all()\n"
+              "from syntax_t2t.cli import registration\n"
+              "registration.import_all()\n"
               "print(problems.WHOSE, hparams.WHOSE, registry.problem('multi30k_syntax_cs_en').name,"
               " registry.hparams('transformer_base').hidden_size)\n")
     result = run_python(script, tmp_path, f"{tmp_path}:{REPO}")
@@ -102,7 +104,8 @@ def test_the_wheel_holds_problems_and_hparams_inside_the_package_and_works_insta
     assert install.returncode == 0, install.stderr[-3000:]
     script = ("import syntax_t2t.problems, sys\n"
               "from syntax_t2t import registry\n"
-              "registry.import_all()\n"
+              "from syntax_t2t.cli import registration\n"
+              "registration.import_all()\n"
               "print(syntax_t2t.problems.__file__)\n"
               "print(','.join(registry.problems.names()), ','.join(registry.hparams_sets.names()),"
               " 'problems' in sys.modules)\n")
@@ -112,7 +115,7 @@ def test_the_wheel_holds_problems_and_hparams_inside_the_package_and_works_insta
     assert location == str(target / "syntax_t2t" / "problems" / "__init__.py")
     problems, hparams_sets, top_level_problems = found.split()
     # Against this process's built-ins only: other tests here may have registered a user's sets.
-    registry.import_all()
+    registration.import_all()
     assert problems.split(",") == builtin_names(registry.problems)
     assert hparams_sets.split(",") == builtin_names(registry.hparams_sets)
     assert top_level_problems == "False"

@@ -25,6 +25,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import checkpoints
 from syntax_t2t.training.trainer import Trainer
@@ -88,7 +89,7 @@ def run_to_completion(data_dir, output_dir, log_path):
 
 @pytest.mark.slow
 def test_killed_training_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
-    registry.import_all()
+    registration.import_all()
     data_dir = str(tmp_path / "data")
     registry.problems.get(PROBLEM)(train_size=300, dev_size=10, test_size=2, max_length=8) \
         .generate_data(data_dir, str(tmp_path / "raw"))

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.phrases import ngram_partition
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.attention import MultiHeadAttention
@@ -164,7 +165,7 @@ def test_phrase_tag_loss_against_hand_computation():
 
 
 def tiny_model(**overrides):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, **overrides))
     return registry.model("mgsa")(hparams, VOCABS)

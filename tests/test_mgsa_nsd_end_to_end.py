@@ -14,6 +14,7 @@ from absl import flags
 from end_to_end import train_then_decode  # also defines bin/train's and bin/decode's flags
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.conllu_reader import format_conllu
 
 FLAGS = flags.FLAGS
@@ -38,7 +39,7 @@ RUNS = [
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["train"])
     return tmp_path_factory.mktemp("mgsa_nsd_end_to_end")

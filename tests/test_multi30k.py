@@ -11,6 +11,7 @@ import spacy
 from parser_fixtures import MULTI30K, needs_czech_ud, tiny_czech_parser, untrained_pipeline_dir
 from syntax_t2t.problems.multi30k import SPLIT_FILES, Multi30kSyntaxCsEn, Multi30kSyntaxDeEn, Multi30kSyntaxEnCs
 from syntax_t2t import io_utils, registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.parsing.parser import ParserSpecError
@@ -37,7 +38,7 @@ def _raw_data(tmp_path, source_lines, target_lines, split=TRAIN):
 
 
 def test_registered_directions_and_default_parsers():
-    registry.import_all()
+    registration.import_all()
     for name, cls, languages in [("multi30k_syntax_cs_en", Multi30kSyntaxCsEn, ("cs", "en")),
                                  ("multi30k_syntax_de_en", Multi30kSyntaxDeEn, ("de", "en")),
                                  ("multi30k_syntax_en_cs", Multi30kSyntaxEnCs, ("en", "cs"))]:

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data import syntactic_distance
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
@@ -86,7 +87,7 @@ def test_syntactic_position_signal_follows_eq_15_16():
 
 
 def tiny_model(**overrides):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, **overrides))
     return registry.model("nsd")(hparams, VOCABS)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.decoding import beam_search as beam_search_module
 from syntax_t2t.decoding.fast_decode import decode_batch
 from syntax_t2t.hparams import HParamsError
@@ -20,7 +21,7 @@ EOS = 1
 
 
 def tiny_model(**overrides):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, layer_prepostprocess_dropout=0.0,
                           attention_dropout=0.0, relu_dropout=0.0, nsd_max_distance=K))

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models import losses
 
@@ -123,7 +124,7 @@ def _hparams(**overrides):
 
 @pytest.mark.parametrize("model_name", ["dep_parse", "diagonal_parse", "sisa"])
 def test_models_use_the_selected_form_and_report_diagnostics(model_name):
-    registry.import_all()
+    registration.import_all()
     model_class = registry.model(model_name)
     features = {"inputs": np.array([[5, 6, 7, 1], [8, 9, 1, 0]], np.int32),
                 "targets": np.array([[5, 6, 1], [7, 1, 0]], np.int32),
@@ -156,6 +157,6 @@ def test_models_use_the_selected_form_and_report_diagnostics(model_name):
     (dict(parse_label_smoothing=1.0), "parse_label_smoothing=1.0"),
 ])
 def test_bad_parse_loss_hparams_are_refused(overrides, match):
-    registry.import_all()
+    registration.import_all()
     with pytest.raises(HParamsError, match=match):
         registry.model("dep_parse")(_hparams(**overrides), VOCAB)

@@ -23,7 +23,7 @@ from absl.testing import flagsaver
 from parser_fixtures import DATA, untrained_pipeline_dir
 
 from syntax_t2t import registry
-from syntax_t2t.cli import decode, evaluate
+from syntax_t2t.cli import decode, evaluate, registration
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
 
@@ -56,7 +56,7 @@ def word_heads(path):
 @pytest.fixture(scope="module")
 def dep_parse_run(tmp_path_factory):
     """A dep_parse run on synthetic_syntax_reorder with one checkpoint of random weights."""
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["decode"])
     root = tmp_path_factory.mktemp("table_6_5")

@@ -6,6 +6,7 @@ import pytest
 
 from syntax_t2t.problems.de2cs import De2csSyntax
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.problem import DEV, SPLITS, TEST, TRAIN
 
@@ -31,7 +32,7 @@ def _write_split(directory, split, sentences, lines, gzipped=False):
 
 
 def test_is_registered():
-    registry.import_all()
+    registration.import_all()
     assert type(registry.problem("de2cs_syntax")) is De2csSyntax
 
 

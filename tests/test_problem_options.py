@@ -5,6 +5,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import problem_options, registry
+from syntax_t2t.cli import registration
 from syntax_t2t.cli import datagen, train  # noqa: F401  (their flags)
 from syntax_t2t.decoding.model_loading import load_trained_model
 
@@ -14,7 +15,7 @@ PROBLEM = "synthetic_syntax_reorder"
 
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["test"])
 

@@ -8,6 +8,7 @@ import pytest
 
 from syntax_t2t.problems.pud import PudSyntaxCsEn, PudSyntaxDeCs, pud_filename
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.problem import DEV, TEST, TRAIN
@@ -18,7 +19,7 @@ needs_pud = pytest.mark.skipif(not PUD.is_dir(), reason=f"real data folder {PUD}
 
 
 def test_registered_names_and_languages():
-    registry.import_all()
+    registration.import_all()
     assert type(registry.problem("pud_syntax_cs_en")) is PudSyntaxCsEn
     assert type(registry.problem("pud_syntax_de_cs")) is PudSyntaxDeCs
     assert (PudSyntaxDeCs.source_language, PudSyntaxDeCs.target_language) == ("de", "cs")

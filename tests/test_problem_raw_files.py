@@ -1,12 +1,13 @@
 """Datagen also writes dev/test sources and references as text for decoding and scoring."""
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.problem import DEV, TEST, TRAIN
 
 
 def test_dev_and_test_splits_are_written_as_conllu_and_text(tmp_path):
-    registry.import_all()
+    registration.import_all()
     problem = registry.problems.get("synthetic_syntax_reorder")(
         train_size=30, dev_size=7, test_size=9)
     problem.generate_data(str(tmp_path / "data"), str(tmp_path / "tmp"))

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -81,7 +82,7 @@ USER_MODULE = """
 def test_usr_dir_registers_and_reimport_is_not_a_clash(tmp_path):
     usr_dir = tmp_path / "usr_plugins"
     _write_user_module(usr_dir, USER_MODULE)
-    registry.import_usr_dir(str(usr_dir))
+    registration.import_usr_dir(str(usr_dir))
     assert registry.hparams("my_user_set_for_tests").hidden_size == 7
     # Reloading the same module re-registers an equal object: no error.
     importlib.reload(sys.modules["usr_plugins.my_hparams"])
@@ -90,16 +91,16 @@ def test_usr_dir_registers_and_reimport_is_not_a_clash(tmp_path):
 
 def test_usr_dir_errors_name_the_directory_and_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such directory"):
-        registry.import_usr_dir(str(tmp_path / "missing"))
+        registration.import_usr_dir(str(tmp_path / "missing"))
     broken = tmp_path / "broken_plugins"
     broken.mkdir()
     (broken / "bad.py").write_text("raise RuntimeError('boom')\n")
     with pytest.raises(ImportError, match=r"bad\.py failed: RuntimeError: boom"):
-        registry.import_usr_dir(str(broken))
+        registration.import_usr_dir(str(broken))
 
 
 def test_builtins_are_registered():
-    registry.import_all()
+    registration.import_all()
     assert {"transformer_base", "transformer_relative", "transformer_small",
             "transformer_tiny"} <= set(registry.hparams_sets.names())
     help_text = registry.help_string()

@@ -67,7 +67,8 @@ def test_transformer_base_peaks_where_t2t_1_5_6_peaked():
     # Popel & Bojar (2018): transformer_base with learning_rate 0.2 and 8000
     # warm-up steps peaks at about 9.9e-4 in T2T 1.5.6.
     from syntax_t2t import registry
-    registry.import_all()
+    from syntax_t2t.cli import registration
+    registration.import_all()
     schedule = learning_rate_schedule(registry.hparams("transformer_base"))
     assert float(schedule(7999)) == pytest.approx(9.882e-4, rel=1e-3)
 

@@ -20,6 +20,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import checkpoints
 from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
@@ -152,7 +153,7 @@ def wait_for(path, pattern, process, timeout=300, accept=lambda match: True):
 
 @pytest.mark.slow
 def test_bin_train_saves_and_exits_on_sigterm_then_sigint(tmp_path):
-    registry.import_all()
+    registration.import_all()
     data_dir = tmp_path / "data"
     registry.problems.get("synthetic_syntax_reorder")(train_size=200, dev_size=10, test_size=2,
                                                        max_length=8).generate_data(

@@ -15,6 +15,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.cli import common, decode, train
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
 from syntax_t2t.decoding.parse_file import read_parsed
@@ -36,7 +37,7 @@ RUNS = [  # (run name, problem, model, hparams)
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["decode"])
     root = tmp_path_factory.mktemp("subword_cli")

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data import subword_kinds
 from syntax_t2t.data.sentencepiece_vocab import SentencePieceVocabulary
 from syntax_t2t.data.tree import DependencyTree
@@ -46,7 +47,7 @@ def tree(words):
 @pytest.fixture(scope="module")
 def projections(tmp_path_factory):
     """For each kind, the source features of a sentence whose words have 1, 2 and 3 pieces."""
-    registry.import_all()
+    registration.import_all()
     user_model = tmp_path_factory.mktemp("spm") / "user.model"
     vocabulary("sentencepiece_bpe", 330).save(user_model)
     results = {}
@@ -105,7 +106,7 @@ def test_a_user_model_is_read_and_a_bad_one_named(tmp_path):
 
 
 def test_unknown_kinds_and_too_small_vocabularies_are_refused():
-    registry.import_all()
+    registration.import_all()
     with pytest.raises(ValueError, match="subword_model='sentencepiece'; expected one of"):
         registry.problems.get("synthetic_syntax_reorder")(subword_model="sentencepiece")
     with pytest.raises(ValueError, match="needs at least .* ids .* got 100"):

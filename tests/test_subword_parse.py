@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.decoding import parse_heads
 from syntax_t2t.decoding.decode_hparams import decode_hparams
@@ -163,7 +164,7 @@ class _GoldParse:
 
 @pytest.fixture(scope="module")
 def subword_problem(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     problem = registry.problems.get("synthetic_syntax_reorder_subword")(
         train_size=200, dev_size=10, test_size=10)
     root = tmp_path_factory.mktemp("subword_parse")

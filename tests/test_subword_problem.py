@@ -10,6 +10,7 @@ from syntax_t2t.problems.pud import PudSyntaxDeCs, pud_filename
 from syntax_t2t.problems.subword import PudSyntaxDeCsSubword, SyntheticSyntaxReorderSubword
 from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.data.subwords import ESCAPE_CHARACTERS, SubwordVocabulary
 from syntax_t2t.data.tree import DependencyTree
@@ -108,7 +109,7 @@ def test_batches_pad_word_positions_with_zero(tmp_path):
 
 
 def test_synthetic_subword_problem_round_trips_every_sentence(tmp_path):
-    registry.import_all()
+    registration.import_all()
     registered = registry.problem("synthetic_syntax_reorder_subword")
     assert type(registered) is SyntheticSyntaxReorderSubword
     problem = SyntheticSyntaxReorderSubword(**SIZES)

@@ -10,6 +10,7 @@ from syntax_t2t.problems import synthetic
 from syntax_t2t.problems.synthetic import (LABEL_OF, SOURCE_RANK, TARGET_RANK, Lexicon,
                                 SyntheticSyntaxReorder, target_order, translate)
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.tree import DependencyTree
 
 
@@ -18,7 +19,7 @@ def _samples(split="train", **options):
 
 
 def test_is_registered():
-    registry.import_all()
+    registration.import_all()
     assert isinstance(registry.problem("synthetic_syntax_reorder"), SyntheticSyntaxReorder)
 
 

@@ -13,6 +13,7 @@ import pytest
 from syntax_t2t.problems.pud import PudSyntaxCsEn
 from syntax_t2t.problems.synthetic import Lexicon, SyntheticSyntaxReorder, sample_tree, target_tree, translate
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, TreeTokens
@@ -51,7 +52,7 @@ def test_worked_example_of_target_heads():
 
 
 def test_synthetic_examples_and_batches_carry_target_heads(tmp_path):
-    registry.import_all()
+    registration.import_all()
     problem = SyntheticSyntaxReorder(**SIZES)
     assert problem.feature_keys[-1] == "tgt_heads"
     source, target = next(iter(problem.generate_samples(None, TRAIN, None)))

@@ -11,6 +11,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.cli import common, train
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.hparams import HParamsError
@@ -26,7 +27,7 @@ TINY = ("hidden_size=16,filter_size=32,num_heads=2,num_encoder_layers=1,num_deco
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS(["train"])
     root = tmp_path_factory.mktemp("train_cli")

@@ -4,11 +4,12 @@ import keras
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.training import checkpoints
 from syntax_t2t.training.trainer import Trainer
 
 PROBLEM = "synthetic_syntax_reorder"
-registry.import_all()
+registration.import_all()
 
 
 @pytest.fixture(scope="module")

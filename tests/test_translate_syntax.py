@@ -11,6 +11,7 @@ import pytest
 
 from parser_fixtures import MULTI30K, untrained_pipeline_dir
 from syntax_t2t import problem_options, registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.conllu_reader import read_conllu, write_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.decoding.inputs import SourceSentence
@@ -51,7 +52,7 @@ def write_files(directory, sizes=(40, 6, 5), source_suffix="", gzip_train=False)
 
 
 def problem(**options):
-    registry.import_all()
+    registration.import_all()
     return registry.problems.get("translate_syntax")(**options)
 
 
@@ -70,7 +71,7 @@ def test_raw_sources_are_parsed_and_raw_targets_tokenised(tmp_path, parser_dir):
 def test_datagen_records_the_options_and_decode_parses_plain_text(tmp_path, parser_dir):
     write_files(tmp_path / "raw")
     text = f"source_language=cs,target_language=en,parser=spacy:{parser_dir}"
-    registry.import_all()
+    registration.import_all()
     given = problem_options.parse(registry.problems.get("translate_syntax"), text)
     problem(**given).generate_data(str(tmp_path / "data"), str(tmp_path / "raw"))
     restored = problem_options.problem_for_data("translate_syntax", str(tmp_path / "data"))

@@ -14,6 +14,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.data.binary_tree import batch_binary_trees, binarize
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
@@ -29,7 +30,7 @@ VOCAB = {"inputs": 30, "targets": 20}
 
 
 def tiny_hparams(**overrides):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("tree2seq_tiny")
     hparams.override({"embedding_size": 8, "hidden_size": 6, "blackout_samples": 5, **overrides})
     return hparams
@@ -249,7 +250,7 @@ def test_an_xla_compiled_train_step(tmp_path):
 # --------------------------------------------------------------- end to end
 
 def run_cli(module, argv0, **flag_values):
-    registry.import_all()
+    registration.import_all()
     if not FLAGS.is_parsed():
         FLAGS([argv0])
     with flagsaver.flagsaver(**flag_values):
@@ -274,7 +275,7 @@ def train_and_decode(problem_name, data_dir, run_dir, test_source, train_steps, 
 
 @pytest.mark.slow
 def test_trains_and_decodes_synthetic_syntax_reorder(tmp_path, capsys):
-    registry.import_all()
+    registration.import_all()
     problem = registry.problems.get("synthetic_syntax_reorder")(
         train_size=400, dev_size=20, test_size=6, max_length=8)
     data_dir = str(tmp_path / "data")
@@ -301,7 +302,7 @@ def test_trains_and_decodes_pud_syntax_cs_en(tmp_path, capsys):
     raw.mkdir()
     for language in ("cs", "en"):
         shutil.copy(PUD / f"{language}_pud-ud-test.conllu.gz", raw)
-    registry.import_all()
+    registration.import_all()
     problem = registry.problems.get("pud_syntax_cs_en")(train_size=200, dev_size=10, test_size=5)
     data_dir = str(tmp_path / "data")
     problem.generate_data(data_dir, str(raw))

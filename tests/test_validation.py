@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.cli import registration
 from syntax_t2t.training import validation
 from syntax_t2t.training.trainer import Trainer
 
@@ -119,7 +120,7 @@ def test_best_weights_through_save_averaged_restore(tmp_path):
     from syntax_t2t.decoding import checkpoint_averaging
     from syntax_t2t.decoding.model_loading import restore_model
 
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, num_heads=2, num_encoder_layers=1,
                           num_decoder_layers=1))
@@ -186,7 +187,7 @@ class _StopAtSecond:
 
 
 def test_the_trainer_stops_when_validation_says_so_and_saves_that_step(tmp_path):
-    registry.import_all()
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, num_heads=2, num_encoder_layers=1,
                           num_decoder_layers=1))

@@ -36,7 +36,8 @@ def run_datagen(data_dir: str, train_size: int, num_workers: int = 1,
     # The sizes are problem options that bin/datagen has no flag for.
     script = (f"import sys; sys.path.insert(0, {REPO!r})\n"
               "from syntax_t2t import registry\n"
-              "registry.import_all()\n"
+              "from syntax_t2t.cli import registration\n"
+              "registration.import_all()\n"
               f"problem = registry.problems.get({PROBLEM!r})(**{options})\n"
               "import time\n"
               "start = time.perf_counter()\n"

@@ -10,7 +10,7 @@ import sys
 from absl import app, flags, logging
 
 from syntax_t2t import registry
-from syntax_t2t.cli import aliases
+from syntax_t2t.cli import aliases, registration
 from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
 
@@ -43,8 +43,8 @@ USER_ERRORS = (UsageError, InputError, OutputPathError, registry.RegistryError, 
 def load_registry():
     """Imports the user's modules and the built-ins; honours --registry_help."""
     if FLAGS.usr_dir:
-        registry.import_usr_dir(FLAGS.usr_dir)
-    registry.import_all()
+        registration.import_usr_dir(FLAGS.usr_dir)
+    registration.import_all()
     if FLAGS.registry_help:
         print(registry.help_string())
         sys.exit(0)
