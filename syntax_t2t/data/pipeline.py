@@ -47,56 +47,13 @@ import tensorflow as tf
 
 # Re-exported: it lives in a module without TensorFlow, which models import.
 from syntax_t2t.data.derived_features import DerivedFeatures  # noqa: F401
+# The batching rules, shared with data/numpy_pipeline.py; re-exported as `pipeline.<name>`.
+from syntax_t2t.data.batching import (  # noqa: F401
+    DEFAULT_SHUFFLE_BUFFER_SIZE, EVAL, MODES, SPLIT_OF_MODE, TEST, TRAIN, bucket_batch_sizes,
+    bucket_boundaries)
 # The batch schema, read by this module and by its users as `pipeline.<name>`.
 from syntax_t2t.data.schema import (  # noqa: F401
     CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEY, HEADS_KEYS, HEADS_PADDING, ID_PADDING)
-
-TRAIN, EVAL, TEST = "train", "eval", "test"
-MODES = (TRAIN, EVAL, TEST)
-SPLIT_OF_MODE = {TRAIN: "train", EVAL: "dev", TEST: "test"}
-
-DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
-
-
-def bucket_boundaries(max_length: int, min_length_bucket: int = 8,
-                      length_bucket_step: float = 1.1) -> list[int]:
-    """Geometric bucket boundaries, as T2T's `_bucket_boundaries`, ending at `max_length`.
-
-    Args:
-        max_length: the longest example kept in training; the last boundary.
-        min_length_bucket: the first boundary.
-        length_bucket_step: the factor between neighbouring boundaries
-            (each boundary grows by at least 1).
-
-    Returns:
-        Strictly increasing boundaries; the last is `max_length`.
-
-    Raises:
-        ValueError: for a non-positive length or a step not above 1.
-    """
-    if max_length < 1 or min_length_bucket < 1:
-        raise ValueError(
-            f"max_length ({max_length}) and min_length_bucket ({min_length_bucket}) must be >= 1")
-    if not length_bucket_step > 1.0:
-        raise ValueError(f"length_bucket_step must be > 1, got {length_bucket_step}")
-    boundaries = []
-    length = min_length_bucket
-    while length < max_length:
-        boundaries.append(length)
-        length = max(length + 1, int(length * length_bucket_step))
-    boundaries.append(max_length)
-    return boundaries
-
-
-def bucket_batch_sizes(boundaries: Sequence[int], batch_size: int) -> list[int]:
-    """Examples per batch in each bucket: `max(1, batch_size // boundary)`.
-
-    Rounding down keeps every batch within the token budget.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return [max(1, batch_size // boundary) for boundary in boundaries]
-
 
 class PipelineCounters:
     """Counts what a training pipeline read and dropped, as it runs.
@@ -120,10 +77,13 @@ class PipelineCounters:
 
 
 def serialize_example(features: dict) -> bytes:
-    """A `tf.train.Example` holding each value as an int64 list."""
+    """A `tf.train.Example` holding each value as an int64 list, the same bytes in any process."""
     feature = {key: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
                for key, values in features.items()}
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    # The feature map is a hash table whose order changes between processes:
+    # sorted keys make shards that can be checksummed.
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
+        deterministic=True)
 
 
 def parse_example(serialized, feature_keys: Sequence[str]) -> dict:
