@@ -417,7 +417,10 @@ def test_the_report_gives_parse_uas_by_sentence_length_beside_the_teacher(tmp_pa
     assert block["by_length"] == [
         {"low": 1, "high": 2, "words": 2, "teacher": 100.0, "systems": {"parse": [100.0, 50.0]}},
         {"low": 3, "high": None, "words": 4, "teacher": 75.0, "systems": {"parse": [25.0, 75.0]}}]
+    # Previous-word chains are these gold trees exactly; next-word chains miss every word.
+    assert block["baselines"] == {"previous_word": 100.0, "next_word": 0.0}
     text = report.markdown(built, experiment)
+    assert "each word on the previous word, UAS 100.00; on the next word, 0.00." in text
     assert "| sentence length | words | teacher | parse |" in text
     assert "| 1-2 | 2 | 100.0 | 75.0 (75%) |" in text and "| 3+ | 4 | 75.0 | 50.0 (67%) |" in text
 
@@ -447,15 +450,18 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     report = json.loads((grid_dir / "results.json").read_text())
     rows = report["tests"]["test"]
     assert rows["transformer"]["seeds"] == [1, 2] and rows["dep_parse"]["seeds"] == [1, 2]
-    versus = rows["dep_parse"]["vs_baseline"]
-    assert versus["seeds"] == [2, 2] and 0 < versus["p_value"] <= 1
-    assert set(rows["dep_parse"]["per_seed_bootstrap_p"]) == {"1", "2"}
+    (versus,) = report["contrasts"]["test"]["comparisons"]
+    assert (versus["system"], versus["against"], versus["seeds"]) == ("dep_parse", "transformer",
+                                                                      [2, 2])
+    assert 0 < versus["bootstrap"]["p_value"] <= 1
+    assert set(versus["per_seed_p"]) == {"1", "2"}
     assert set(report["parse_tests"]["test_trees"]["systems"]) == {"dep_parse"}
     # Each run also tested at the alpha its dev translations chose.
     chosen = report["translation_dev_alpha"]["test"]
     assert chosen["transformer"]["seeds"] == chosen["dep_parse"]["seeds"] == [1, 2]
     assert set(chosen["dep_parse"]["alpha"]) <= {0.6, 1.5}
-    assert "vs_baseline" in chosen["dep_parse"]
+    assert report["translation_dev_alpha_contrasts"]["test"]["comparisons"][0]["system"] == \
+        "dep_parse"
     markdown = (grid_dir / "results.md").read_text()
     assert "Runs not finished" not in markdown
     assert "| dep_parse | 2 |" in markdown and "bin/grid --experiment=synthetic_reorder_smoke" in markdown
@@ -488,6 +494,7 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     assert "bin/train" not in restored.stderr and "bin/decode" not in restored.stderr
     again = json.loads((tmp_path / "grid2" / "results.json").read_text())
     assert again["tests"] == report["tests"] and again["parse_tests"] == report["parse_tests"]
+    assert again["contrasts"] == report["contrasts"]
     assert again["translation_dev_alpha"] == report["translation_dev_alpha"]
 
 
@@ -496,20 +503,29 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     rows = {"base": {"seeds": [1, 2, 3], "BLEU": [38.21, 39.09, 39.71], "chrF": [58.0] * 3,
                      "BLEU_mean_sd": (39.0, 0.75), "chrF_mean_sd": (58.0, 0.0)},
             "parse": {"seeds": [1, 2, 3], "BLEU": [39.33, 38.71, 38.92], "chrF": [58.0] * 3,
-                      "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0),
-                      "vs_baseline": {"delta": -0.01, "p_value": 0.973, "ci": [-1.04, 1.04],
-                                      "seeds": [3, 3], "detectable": 1.3216},
-                      "per_seed_bootstrap_p": {"1": 0.006}}}
+                      "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0)}}
+    contrasts = {"pooled_seed_sd": {"sd": 0.57774, "df": 4, "systems": 2}, "comparisons": [
+        {"system": "parse", "against": "base", "seeds": [3, 3], "delta": -0.01,
+         "t_test": {"p_value": 0.973, "t": -0.02, "df": 4, "ci": [-1.32, 1.30]}, "holm_p": 0.973,
+         "bootstrap": {"p_value": 0.968, "ci": [-1.04, 1.04]}, "per_seed_p": {"1": 0.006},
+         "detectable": 1.7536}]}
     built = {"experiment": "toy", "command": "bin/grid ...", "problem": experiment.problem,
              "hparams_set": experiment.hparams_set, "checkpoint": "best", "baseline": "base",
-             "decode_hparams": "", "systems": {}, "tests": {"test": rows}, "parse_tests": {},
+             "decode_hparams": "", "systems": {}, "tests": {"test": rows},
+             "contrasts": {"test": contrasts}, "parse_tests": {}, "samples": 10000,
              "runs": {"total": 6, "finished": 6, "unfinished": []}}
-    lines = report.markdown(built, experiment).splitlines()
-    header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
-    parse = next(line for line in lines if line.startswith("| parse |"))
+    text = report.markdown(built, experiment)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| comparison |"))
+    parse = next(line for line in lines if line.startswith("| parse − base |"))
+    assert header.count("|") == parse.count("|")
+    cells = {key.strip(): value.strip() for key, value in zip(header.split("|"), parse.split("|"))}
+    assert cells["detectable Δ (t)"] == "1.75"
+    assert cells["p (t, pooled seed sd)"] == "0.973" and cells["p Holm"] == "0.973"
+    assert cells["p (two-level bootstrap)"] == "0.968"
+    assert cells["p per seed (paired bootstrap)"] == "s1: 0.006"
+    assert "Seed sd pooled over the systems with several seeds: 0.578 BLEU (4 degrees" in text
+    assert "every p two-sided" in text and "10000 resamples" in text
+    score_header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
     base = next(line for line in lines if line.startswith("| base |"))
-    assert header.count("|") == parse.count("|") == base.count("|")
-    cells = dict(zip(header.split("|"), parse.split("|")))
-    assert cells[" detectable Δ "].strip() == "1.32"
-    assert cells[" p per seed (paired bootstrap) "].strip() == "s1: 0.006"
-    assert dict(zip(header.split("|"), base.split("|")))[" detectable Δ "].strip() == ""
+    assert score_header.count("|") == base.count("|")

@@ -152,7 +152,9 @@ def test_the_report_tables_the_dev_chosen_alpha_and_tests_it_against_the_baselin
     rows = built[length_penalty.SCORES_KEY]["test"]
     assert rows["base"]["alpha"] == rows["parse"]["alpha"] == [1.0]
     assert rows["parse"]["BLEU"] == [pytest.approx(100.0)]
-    assert rows["parse"]["vs_baseline"]["delta"] == pytest.approx(0.0)
+    (versus,) = built[length_penalty.SCORES_KEY + "_contrasts"]["test"]["comparisons"]
+    assert (versus["system"], versus["against"]) == ("parse", "base")
+    assert versus["delta"] == pytest.approx(0.0)
     assert built["tests"]["test"]["parse"]["BLEU"][0] < 100  # the fixed alpha's table
     text = report.markdown(built, experiment)
     assert "## test: translation, length penalty chosen on dev" in text

@@ -35,7 +35,8 @@ from absl import flags, logging
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import archive, report, runner
+from syntax_t2t.evaluation import seed_significance
+from syntax_t2t.grid import archive, report, runner, seal
 
 FLAGS = flags.FLAGS
 
@@ -58,8 +59,8 @@ flags.DEFINE_string("archive_dir", None,
                     "begun on another machine is reported whole and only its unfinished runs "
                     "train (syntax_t2t/grid/archive.py).")
 flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
-flags.DEFINE_integer("bootstrap_samples", 1000, "Resamples of the significance tests.",
-                     lower_bound=1)
+flags.DEFINE_integer("bootstrap_samples", seed_significance.DEFAULT_SAMPLES,
+                     "Resamples of the significance tests.", lower_bound=1)
 
 
 def _command():
@@ -83,6 +84,38 @@ def _check_files(grid_runner):
             _require_file(grid_runner.path(template), f"test set {test.name}")
     for test in experiment.parse_tests:
         _require_file(grid_runner.path(test.gold), f"parse test {test.name}")
+
+
+def _check_system_data(grid_runner, problem_class):
+    """Every system's data is complete and was generated with the options its system names."""
+    for system in grid_runner.experiment.systems:
+        data_dir = grid_runner.system_data_dir(system)
+        if data_dir == FLAGS.data_dir and not system.problem_options:
+            continue
+        problem = problem_options.problem_for_data(grid_runner.experiment.problem, data_dir)
+        problem.filepaths(data_dir, "train")  # names the datagen command when data is missing
+        wanted = problem_options.parse(problem_class, system.problem_options)
+        recorded = problem_options.recorded(problem_class, data_dir) or {}
+        differing = {key: recorded.get(key, getattr(problem_class, key))
+                     for key, value in wanted.items()
+                     if recorded.get(key, getattr(problem_class, key)) != value}
+        if differing:
+            raise common.UsageError(
+                f"system {system.name}: its data in {data_dir} was generated with "
+                f"{', '.join(f'{key}={value!r}' for key, value in sorted(differing.items()))}, "
+                f"not with its problem_options {system.problem_options!r}; generate it with "
+                f"bin/datagen --data_dir={data_dir} --problem_options='{system.problem_options}'")
+
+
+def _open_seals(grid_runner, everything):
+    """Opens each sealed test whose runs have all finished (once; `grid/seal.py`)."""
+    for test in grid_runner.experiment.sealed_tests():
+        record = seal.open_seal(grid_runner, everything, test)
+        if record is None:
+            logging.info("sealed test %s: waits for %d unfinished runs", test.name,
+                         len(seal.unfinished(grid_runner, everything)))
+        elif FLAGS.archive_dir:
+            seal.copy_to_archive(grid_runner, test, FLAGS.archive_dir)
 
 
 def _require_file(path, what):
@@ -109,6 +142,7 @@ def main(argv):
     grid_runner = runner.GridRunner(experiment, FLAGS.experiment, FLAGS.output_dir, _paths(),
                                     passed_on)
     _check_files(grid_runner)
+    _check_system_data(grid_runner, registry.problems.get(experiment.problem))
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
@@ -136,6 +170,11 @@ def main(argv):
                 print(f"stopped: {interrupted}", file=sys.stderr)
                 sys.exit(interrupted.exit_status)
             report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
+        try:
+            _open_seals(grid_runner, everything)
+        except runner.GridInterrupted as interrupted:
+            print(f"stopped: {interrupted}", file=sys.stderr)
+            sys.exit(interrupted.exit_status)
     written = report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
     finished = written["runs"]["finished"]
     print(f"{finished} of {len(everything)} runs finished; report in "

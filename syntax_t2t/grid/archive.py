@@ -84,7 +84,7 @@ def _record_files(grid_runner, run):
             name = length_penalty.dev_output(experiment.dev_set, alpha)
             files.append((name, name + ".gz", True))
     files += [(output(test), output(test), False)
-              for output in outputs for test in experiment.translation_tests]
+              for output in outputs for test in experiment.open_tests()]
     if grid_runner.has_parse_head(run):
         for test in grid_runner.experiment.parse_tests:
             name = runner.parse_output(test)

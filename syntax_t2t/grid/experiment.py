@@ -14,6 +14,19 @@ An experiment is registered like an hparams set, by a function returning an
 Paths of test files may name `{data_dir}`, `{tmp_dir}`, `{problem}` and
 `{treebank_dir}` (a directory of gold treebanks such as UD's PUD), which
 `bin/grid` fills from its flags.
+
+A system may train on other data of the same problem (`System.data_dir`,
+e.g. the problem generated with `tree_source=random` for a tree control);
+`System.problem_options` says what that data must have been generated
+with, and `bin/grid` checks it before anything trains. Every system is
+tested on the same test files: a control system's problem replaces the
+trees of what it decodes as it replaced those of its training data.
+
+The rules of a fair comparison are part of the experiment and checked
+here: `source_word_positions` (one word-boundary rule for every system)
+and `contrasts` (the comparisons the report tests, Holm-adjusted together).
+A test set marked `sealed` is decoded and scored once, when every run has
+finished (`grid/seal.py`).
 """
 
 import dataclasses
@@ -41,6 +54,10 @@ class System:
         hparams: overrides of the experiment's hparams set, `--hparams` syntax.
         hparams_set: another hparams set than the experiment's (None = the experiment's).
         seeds: the seeds of this system (None = the experiment's).
+        data_dir: where its data is, a template like the test files' (e.g.
+            `{data_dir}_random_trees`); None = `{data_dir}`.
+        problem_options: `--problem_options` the data in `data_dir` must have
+            been generated with (e.g. `tree_source=random`).
     """
 
     name: str
@@ -48,6 +65,8 @@ class System:
     hparams: str = ""
     hparams_set: Optional[str] = None
     seeds: Optional[tuple] = None
+    data_dir: Optional[str] = None
+    problem_options: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,12 +80,19 @@ class TranslationTest:
             problem tokenised its targets: then the output is detokenised.
         detokenize: decode with `--detokenize` (problems that tokenised raw
             targets, such as Multi30k).
+        raw_source: `source` is raw text, which the grid parses once with the
+            parser the data was built with (`bin/parse`), so that every system
+            reads the words (and trees) its training data had.
+        sealed: decoded and scored once, after every run of the experiment
+            has finished, and never again under other settings (`grid/seal.py`).
     """
 
     name: str
     source: str
     reference: str
     detokenize: bool = False
+    raw_source: bool = False
+    sealed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +144,13 @@ class Experiment:
         parse_tests: gold trees for the parse heads.
         eval_bleu_max_sentences: dev sentences decoded per evaluation (0 = all).
         keep_checkpoint_max: checkpoints kept per run.
+        source_word_positions: the experiment's word-boundary rule: every
+            system's hparams set `source_word_positions` to this value, and
+            with True every model reads them; None = no rule (the
+            experiments before issue 32).
+        contrasts: `(system, reference system)` pairs the report tests,
+            Holm-adjusted as one family; empty = every system against the
+            baseline.
         description: one paragraph for the report.
     """
 
@@ -139,6 +172,8 @@ class Experiment:
     parse_tests: Sequence[ParseTest] = ()
     eval_bleu_max_sentences: int = 0
     keep_checkpoint_max: int = 5
+    source_word_positions: Optional[bool] = None
+    contrasts: Sequence[tuple] = ()
     description: str = ""
 
     def system(self, name):
@@ -153,6 +188,20 @@ class Experiment:
 
     def hparams_set_of(self, system):
         return system.hparams_set or self.hparams_set
+
+    def comparisons(self):
+        """The `(system, reference)` pairs the report tests (`contrasts`, else each vs the baseline)."""
+        if self.contrasts:
+            return [tuple(pair) for pair in self.contrasts]
+        return [(system.name, self.baseline) for system in self.systems
+                if system.name != self.baseline]
+
+    def open_tests(self):
+        """The translation tests that are not sealed (decoded by each run as it finishes)."""
+        return [test for test in self.translation_tests if not test.sealed]
+
+    def sealed_tests(self):
+        return [test for test in self.translation_tests if test.sealed]
 
 
 def check(experiment, name, vocab_sizes=None):
@@ -201,6 +250,13 @@ def check(experiment, name, vocab_sizes=None):
             bucket_bounds(test.length_edges)
         except ValueError as error:
             fail(f"parse test {test.name!r}: {error}")
+    for pair in experiment.contrasts:
+        if len(pair) != 2 or pair[0] == pair[1] or any(name not in names for name in pair):
+            fail(f"contrast {tuple(pair)!r}: expected two different systems of {', '.join(names)}")
+    if len({tuple(pair) for pair in experiment.contrasts}) != len(experiment.contrasts):
+        fail("a contrast is listed twice")
+    if experiment.dev_set is not None and experiment.dev_set.sealed:
+        fail(f"dev_set {experiment.dev_set.name!r} is sealed: settings are chosen on it")
     for system in experiment.systems:
         where = f"system {system.name!r}"
         if not system.name or "/" in system.name or system.name.startswith("."):
@@ -219,3 +275,25 @@ def check(experiment, name, vocab_sizes=None):
                 registry.model(system.model)(hparams, vocab_sizes)
         except (HParamsError, ValueError, KeyError) as error:
             fail(f"{where}: {error}")
+        _check_word_boundaries(experiment, system, hparams, fail)
+
+
+def _check_word_boundaries(experiment, system, hparams, fail):
+    """Fails unless `system` follows the experiment's word-boundary rule.
+
+    A system that reads word boundaries on a subword problem knows where
+    words start, which the others do not; a comparison is fair only when all
+    or none of its systems read them.
+    """
+    rule = experiment.source_word_positions
+    if rule is None:
+        return
+    reads = bool(hparams.get("source_word_positions", False))
+    if reads != rule:
+        fail(f"system {system.name!r}: source_word_positions={str(reads).lower()}, but the "
+             f"experiment's word-boundary rule gives every system "
+             f"source_word_positions={str(rule).lower()}")
+    if rule and not getattr(registry.model(system.model), "reads_word_positions", False):
+        fail(f"system {system.name!r}: model {system.model!r} does not read word boundaries, so "
+             f"the rule source_word_positions=true cannot hold for it; give every system "
+             f"source_word_positions=false instead")

@@ -3,27 +3,34 @@
 Rows are written for every system with at least one scored run, so a grid
 that spans several sessions reports what has arrived (the seed counts say
 how much). Per test set and system: cased sacreBLEU and chrF as mean ± sample
-standard deviation over seeds and each seed's value; the difference of the
-means against the baseline with the seed-aware significance test
-(`evaluation/seed_significance.py`, all seeds of both systems) and, per seed
-that both systems have, sacreBLEU's paired bootstrap of that pair; where the
-experiment lists length penalties, the same table at the alpha each run's
-dev translations chose (`grid/length_penalty.py`), with each seed's alpha;
-the parse heads' UAS/LAS on gold trees beside the teacher parser's, overall and
+standard deviation over seeds and each seed's value; then each of the
+experiment's comparisons (`Experiment.comparisons`) with two-sided tests
+only: Student's t on the seed means with the seed sd pooled over the
+table's systems, Holm-adjusted over the comparisons, the difference these
+seeds can detect, the two-level bootstrap where both systems have two
+seeds or more, and the paired bootstrap of each seed both have
+(`evaluation/seed_significance.py`, `SIGNIFICANCE_NOTE`); where the
+experiment lists length penalties, the same at the alpha each run's dev
+translations chose (`grid/length_penalty.py`), with each seed's alpha; a
+sealed test's table once its seal is opened (`grid/seal.py`); the parse
+heads' UAS/LAS on gold trees beside the teacher parser's and the
+previous-word and next-word chains', overall and
 by gold sentence length (`ParseTest.length_edges`); steps, training
 wall time and target tokens/s of each run; and where each unfinished run
 stands (not started, training with its newest evaluation and best so far, or
 testing, with the stages left).
 """
 
+import dataclasses
 import os
 import statistics
 
 from syntax_t2t import io_utils
 from syntax_t2t.decoding.parse_file import read_parsed
-from syntax_t2t.evaluation import attachment, seed_significance, translation
+from syntax_t2t.evaluation import (attachment, multiple_testing, seed_significance, student_t,
+                                   translation)
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
-from syntax_t2t.grid import archive, length_penalty, runner
+from syntax_t2t.grid import archive, length_penalty, runner, seal
 from syntax_t2t.training import validation
 
 
@@ -58,49 +65,73 @@ def collect(grid_runner, runs):
     return collected
 
 
-def _translation_rows(grid_runner, collected, test, key, output, samples):
-    """Per system: the scores `scores[key][test]` over seeds, and the tests against the baseline.
+def _entries(collected, key, test):
+    """`{system: [(run, {"BLEU", "chrF"})]}` of the runs scored on `test` under `scores[key]`.
 
-    `output(test)` is the run-relative file of the translations that were scored;
-    runs without `scores[key][test]` (scored before the experiment had that
+    Runs without `scores[key][test]` (scored before the experiment had that
     stage) are left out.
     """
-    experiment = grid_runner.experiment
-    references = translation.read_segments(grid_runner.path(test.reference))
     entries_of = {name: [(run, scores[key][test.name]) for run, scores in entries
                          if test.name in scores.get(key, {})]
                   for name, entries in collected.items()}
-    entries_of = {name: entries for name, entries in entries_of.items() if entries}
-    outputs = {name: {run.seed: translation.read_segments(os.path.join(run.directory,
-                                                                        output(test)))
-                      for run, _ in entries}
-               for name, entries in entries_of.items()}
-    baseline = entries_of.get(experiment.baseline, [])
-    baseline_bleu = [scores["BLEU"] for _, scores in baseline]
+    return {name: entries for name, entries in entries_of.items() if entries}
+
+
+def _score_rows(entries_of):
+    """Per system: its seeds and BLEU and chrF per seed, with mean ± sd."""
     rows = {}
     for name, entries in entries_of.items():
         bleu = [scores["BLEU"] for _, scores in entries]
         chrf = [scores["chrF"] for _, scores in entries]
-        row = {"seeds": [run.seed for run, _ in entries], "BLEU": bleu, "chrF": chrf,
-               "BLEU_mean_sd": _mean_sd(bleu), "chrF_mean_sd": _mean_sd(chrf)}
-        if name != experiment.baseline and baseline:
-            base, mine = outputs[experiment.baseline], outputs[name]
-            comparison = seed_significance.compare_translations(
-                list(base.values()), list(mine.values()), references, samples=samples)
-            row["vs_baseline"] = {"delta": comparison.delta, "p_value": comparison.p_value,
-                                  "ci": [comparison.ci_low, comparison.ci_high],
-                                  "seeds": list(comparison.seeds),
-                                  "detectable": seed_significance.detectable_difference(
-                                      baseline_bleu, bleu)}
-            per_seed = {}
-            for seed in sorted(set(base) & set(mine)):
-                result = translation.paired_bootstrap((experiment.baseline, base[seed]),
-                                                      [(name, mine[seed])], references,
-                                                      samples=samples)
-                per_seed[str(seed)] = next(c.p_value for c in result if c.metric == "BLEU")
-            row["per_seed_bootstrap_p"] = per_seed
-        rows[name] = row
+        rows[name] = {"seeds": [run.seed for run, _ in entries], "BLEU": bleu, "chrF": chrf,
+                      "BLEU_mean_sd": _mean_sd(bleu), "chrF_mean_sd": _mean_sd(chrf)}
     return rows
+
+
+def _contrasts(grid_runner, entries_of, rows, test, output, samples):
+    """The experiment's comparisons on one table of scores (see `markdown`'s note).
+
+    `output(run)` is the file of the run's translations that were scored.
+    """
+    references = translation.read_segments(grid_runner.path(test.reference))
+    pooled = seed_significance.pooled_seed_sd([row["BLEU"] for row in rows.values()])
+    hypotheses = {name: {run.seed: translation.read_segments(output(run)) for run, _ in entries}
+                  for name, entries in entries_of.items()}
+    comparisons = []
+    for name, against in grid_runner.experiment.comparisons():
+        if name not in rows or against not in rows:
+            continue
+        mine, theirs = rows[name]["BLEU"], rows[against]["BLEU"]
+        entry = {"system": name, "against": against, "seeds": [len(theirs), len(mine)],
+                 "delta": statistics.fmean(mine) - statistics.fmean(theirs),
+                 "t_test": None, "bootstrap": None, "per_seed_p": {}, "detectable": None}
+        tested = seed_significance.seed_t_test(theirs, mine, pooled)
+        if tested is not None:
+            half = student_t.quantile(0.975, tested.df) * tested.standard_error
+            entry["t_test"] = {"p_value": tested.p_value, "t": tested.t, "df": tested.df,
+                               "ci": [tested.delta - half, tested.delta + half]}
+            entry["detectable"] = seed_significance.detectable_difference_from_sd(
+                pooled.sd, pooled.df, len(theirs), len(mine))
+        base, other = hypotheses[against], hypotheses[name]
+        if min(len(mine), len(theirs)) >= 2:
+            # With one seed the bootstrap sees no seed variance: no p-value from it.
+            result = seed_significance.compare_translations(
+                list(base.values()), list(other.values()), references, samples=samples)
+            entry["bootstrap"] = {"p_value": result.p_value, "ci": [result.ci_low, result.ci_high]}
+        for seed in sorted(set(base) & set(other)):
+            entry["per_seed_p"][str(seed)] = seed_significance.compare_translations(
+                [base[seed]], [other[seed]], references, samples=samples).p_value
+        comparisons.append(entry)
+    for entry, adjusted in zip(comparisons, multiple_testing.holm(
+            [(entry["t_test"] or {}).get("p_value") for entry in comparisons])):
+        entry["holm_p"] = adjusted
+    return {"pooled_seed_sd": dataclasses.asdict(pooled) if pooled else None,
+            "comparisons": comparisons}
+
+
+def _table(grid_runner, entries_of, test, output, samples):
+    rows = _score_rows(entries_of)
+    return rows, _contrasts(grid_runner, entries_of, rows, test, output, samples)
 
 
 def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES):
@@ -111,26 +142,33 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
               "problem": experiment.problem, "hparams_set": experiment.hparams_set,
               "baseline": experiment.baseline, "checkpoint": experiment.checkpoint,
               "decode_hparams": experiment.decode_hparams, "systems": {}, "tests": {},
-              "parse_tests": {}}
+              "contrasts": {}, "parse_tests": {}, "samples": samples}
     for name, entries in collected.items():
         report["systems"][name] = {
             "model": experiment.system(name).model, "hparams": experiment.system(name).hparams,
             "runs": [scores for _, scores in entries]}
-    for test in experiment.translation_tests:
-        report["tests"][test.name] = _translation_rows(
-            grid_runner, collected, test, "translation", runner.test_output, samples)
+    for test in experiment.open_tests():
+        report["tests"][test.name], report["contrasts"][test.name] = _table(
+            grid_runner, _entries(collected, "translation", test), test,
+            lambda run, test=test: os.path.join(run.directory, runner.test_output(test)), samples)
     if experiment.length_penalties:
         report["length_penalties"] = list(experiment.length_penalties)
         report["dev_set"] = experiment.dev_set.name
         report[length_penalty.SCORES_KEY] = {}
-        for test in experiment.translation_tests:
-            rows = _translation_rows(grid_runner, collected, test, length_penalty.SCORES_KEY,
-                                     length_penalty.test_output, samples)
+        report[length_penalty.SCORES_KEY + "_contrasts"] = {}
+        for test in experiment.open_tests():
+            rows, contrasts = _table(
+                grid_runner, _entries(collected, length_penalty.SCORES_KEY, test), test,
+                lambda run, test=test: os.path.join(run.directory,
+                                                    length_penalty.test_output(test)), samples)
             for name, row in rows.items():
                 alpha = {run.seed: scores["length_penalty"]["alpha"]
                          for run, scores in collected[name]}
                 row["alpha"] = [alpha[seed] for seed in row["seeds"]]
             report[length_penalty.SCORES_KEY][test.name] = rows
+            report[length_penalty.SCORES_KEY + "_contrasts"][test.name] = contrasts
+    report["sealed"] = {test.name: _sealed_table(grid_runner, runs, test, samples)
+                        for test in experiment.sealed_tests()}
     scored = {run.name for entries in collected.values() for run, _ in entries}
     report["runs"] = {"total": len(runs), "finished": len(scored),
                       "unfinished": [grid_runner.progress(run) for run in runs
@@ -140,12 +178,34 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
                         if test.name in scores.get("parse", {})]
                  for name, entries in collected.items()}
         teacher = grid_runner.teacher_parse(test)
+        baselines = None
+        if any(heads.values()):  # read the gold trees only once a head has parsed them
+            gold, _ = attachment.read_gold(grid_runner.path(test.gold))
+            baselines = {name: scores.uas
+                         for name, scores in attachment.chain_baselines(gold).items()}
         report["parse_tests"][test.name] = {
-            "teacher": teacher,
+            "teacher": teacher, "baselines": baselines,
             "systems": {name: {"UAS": values, "UAS_mean_sd": _mean_sd(values)}
                         for name, values in heads.items() if values},
             "by_length": _uas_by_length(grid_runner, collected, test, teacher is not None)}
     return report
+
+
+def _sealed_table(grid_runner, runs, test, samples):
+    """A sealed test's scores and contrasts from its seal record, or what it waits for."""
+    record = seal.read_record(grid_runner, test)
+    if record is None:
+        return {"opened": None, "unfinished_runs": len(seal.unfinished(grid_runner, runs))}
+    by_name = {run.name: run for run in runs}
+    entries_of = {}
+    for run_name, scores in record["scores"].items():
+        run = by_name.get(run_name)
+        if run is not None:
+            entries_of.setdefault(run.system.name, []).append((run, scores))
+    rows, contrasts = _table(grid_runner, entries_of, test,
+                             lambda run: seal.output_path(grid_runner, test, run), samples)
+    return {"opened": record["opened"], "git": record["git"], "rows": rows,
+            "contrasts": contrasts}
 
 
 def _uas_by_length(grid_runner, collected, test, with_teacher):
@@ -189,6 +249,7 @@ def markdown(report, experiment):
               + (" (the rest: the last section)." if report["runs"]["unfinished"] else "."), ""]
     for test, rows in report["tests"].items():
         lines += [f"## {test}: translation", ""] + _translation_table(rows) + [""]
+        lines += _contrast_table(report["contrasts"].get(test))
     for test, rows in report.get(length_penalty.SCORES_KEY, {}).items():
         lines += [f"## {test}: translation, length penalty chosen on dev", "",
                   f"The same checkpoints decoded with the alpha among "
@@ -196,11 +257,30 @@ def markdown(report, experiment):
                   f"translations of `{report['dev_set']}` score the highest BLEU for each run "
                   f"(`syntax_t2t/grid/length_penalty.py`); the rest of the decoding as above.", ""]
         lines += _translation_table(rows, alpha=True) + [""]
+        lines += _contrast_table(report.get(length_penalty.SCORES_KEY + "_contrasts", {}).get(test))
+    for test, block in report.get("sealed", {}).items():
+        lines += [f"## {test}: translation (sealed test set)", ""]
+        if not block["opened"]:
+            lines += [f"Sealed: decoded and scored once every run has finished "
+                      f"({block['unfinished_runs']} not yet).", ""]
+            continue
+        git = block["git"]
+        lines += [f"Opened once, on {block['opened']}, at commit `{git['commit']}`"
+                  + ("" if git.get("clean", True) else " (with uncommitted changes)")
+                  + " (`syntax_t2t/grid/seal.py`).", ""]
+        lines += _translation_table(block["rows"]) + [""] + _contrast_table(block["contrasts"])
     for test, block in report["parse_tests"].items():
         teacher = block["teacher"]
         lines += [f"## {test}: parse heads on gold trees", ""]
         if teacher:
-            lines += [f"Teacher parser `{teacher['parser']}`: UAS {teacher['UAS']:.2f}.", ""]
+            lines += [f"Teacher parser `{teacher['parser']}`: UAS {teacher['UAS']:.2f}"
+                      + (f", LAS {teacher['LAS']:.2f}" if teacher.get("LAS") is not None else "")
+                      + ".", ""]
+        baselines = block.get("baselines")
+        if baselines:
+            lines += [f"Trees without syntax: each word on the previous word, UAS "
+                      f"{baselines['previous_word']:.2f}; on the next word, "
+                      f"{baselines['next_word']:.2f}.", ""]
         lines += ["| system | UAS (mean ± sd) | per seed | % of the teacher's UAS |",
                   "|---|---|---|---|"]
         for name, row in block["systems"].items():
@@ -216,14 +296,7 @@ def markdown(report, experiment):
     for name, system in report["systems"].items():
         for scores in system["runs"]:
             lines.append(_training_row(name, scores))
-    lines += ["", "Significance: 'p (all seeds)' is the two-level paired bootstrap over test "
-              "sentences and training seeds (Clark et al. 2011; "
-              "`syntax_t2t/evaluation/seed_significance.py`), 'p per seed' sacreBLEU's paired "
-              "bootstrap of the two systems' runs with the same seed. 'detectable Δ' is the "
-              "smallest BLEU difference that these seeds, at the spread of their scores, "
-              "detect with 80% power at the 5% level (`seed_significance."
-              "detectable_difference`, seed variance only: a lower bound). Settings were "
-              "chosen on the dev set; test scores are reported once.", ""]
+    lines += ["", SIGNIFICANCE_NOTE.format(samples=report.get("samples", "?")), ""]
     unfinished = report["runs"]["unfinished"]
     if unfinished:
         lines += ["## Runs not finished", "",
@@ -262,25 +335,62 @@ def _uas_by_length_table(groups):
 
 
 def _translation_table(rows, alpha=False):
-    """The markdown table of `_translation_rows`, with each seed's alpha when `alpha`."""
-    lines = ["| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) | "
-             "Δ BLEU | 95% CI | p (all seeds) | detectable Δ | "
-             "p per seed (paired bootstrap) |" + (" alpha per seed |" if alpha else ""),
-             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if alpha else "")]
+    """The markdown table of `_score_rows`, with each seed's alpha when `alpha`."""
+    lines = ["| system | seeds | BLEU (mean ± sd) | BLEU per seed | chrF (mean ± sd) |"
+             + (" alpha per seed |" if alpha else ""),
+             "|---|---|---|---|---|" + ("---|" if alpha else "")]
     for name, row in rows.items():
-        versus = row.get("vs_baseline")
-        per_seed = ", ".join(f"s{seed}: {p:.3f}"
-                             for seed, p in row.get("per_seed_bootstrap_p", {}).items())
         lines.append(
             f"| {name} | {len(row['seeds'])} | {_format(*row['BLEU_mean_sd'])} | "
-            f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | "
-            f"{_format(*row['chrF_mean_sd'])} | "
-            + (f"{versus['delta']:+.2f} | [{versus['ci'][0]:+.2f}, {versus['ci'][1]:+.2f}] | "
-               f"{versus['p_value']:.3f} | {_detectable(versus['detectable'])}"
-               if versus else " |  |  | ")
-            + f" | {per_seed} |"
+            f"{', '.join(f'{v:.2f}' for v in row['BLEU'])} | {_format(*row['chrF_mean_sd'])} |"
             + (f" {', '.join(f'{value:g}' for value in row['alpha'])} |" if alpha else ""))
     return lines
+
+
+def _p(value):
+    return "" if value is None else f"{value:.3f}"
+
+
+def _contrast_table(contrasts):
+    """The comparisons of one score table: Δ, the t test and its Holm adjustment, the bootstraps."""
+    if not contrasts or not contrasts["comparisons"]:
+        return []
+    pooled = contrasts["pooled_seed_sd"]
+    lines = [("Seed sd pooled over the systems with several seeds: "
+              f"{pooled['sd']:.3f} BLEU ({pooled['df']} degrees of freedom, "
+              f"{pooled['systems']} systems)." if pooled else
+              "No system has two seeds: no seed sd, so no p-value and no detectable Δ."), "",
+             "| comparison | seeds | Δ BLEU | 95% CI (t) | p (t, pooled seed sd) | p Holm | "
+             "detectable Δ (t) | p (two-level bootstrap) | p per seed (paired bootstrap) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for entry in contrasts["comparisons"]:
+        tested, bootstrap = entry["t_test"], entry["bootstrap"]
+        per_seed = ", ".join(f"s{seed}: {p:.3f}" for seed, p in entry["per_seed_p"].items())
+        lines.append(
+            f"| {entry['system']} − {entry['against']} | {entry['seeds'][1]} vs "
+            f"{entry['seeds'][0]} | {entry['delta']:+.2f} | "
+            + (f"[{tested['ci'][0]:+.2f}, {tested['ci'][1]:+.2f}] | {_p(tested['p_value'])}"
+               if tested else " | ")
+            + f" | {_p(entry.get('holm_p'))} | {_detectable(entry['detectable'])} | "
+            + (_p(bootstrap["p_value"]) if bootstrap else "")
+            + f" | {per_seed} |")
+    return lines + [""]
+
+
+SIGNIFICANCE_NOTE = (
+    "Significance, every p two-sided. 'p (t, pooled seed sd)': Student's t on the difference of "
+    "the seed means of corpus BLEU, with the seed standard deviation pooled over every system "
+    "of the table that has several seeds (`seed_significance.seed_t_test`), so that a system "
+    "with one seed is tested against the seed variance the others show; it counts seed "
+    "variance, not test-sentence variance. 'p Holm': those p-values Holm–Bonferroni-adjusted "
+    "over the table's comparisons, the family the experiment names (`Experiment.contrasts`). "
+    "'detectable Δ (t)': the smallest difference these seed counts detect with 80% power at "
+    "the 5% level at the pooled sd (t quantiles). 'p (two-level bootstrap)': resampling test "
+    "sentences and seeds (Clark et al. 2011; `seed_significance.compare_over_seeds`), given "
+    "only when both systems have two seeds or more (with one, it sees no seed variance). "
+    "'p per seed': the same bootstrap on the two runs of one seed, test-sentence variance "
+    "only. {samples} resamples. Settings were chosen on the dev set; test scores are "
+    "reported once.")
 
 
 def _training_row(name, scores):

@@ -13,6 +13,10 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
         tests/<parse test>.conllu     the parse head's trees of gold-treebank words
         scores.json                   the run's scores and training figures
     G/teacher/<parse test>.conllu     the teacher parser's trees of the same words
+    G/sources/<test>.conllu           a raw-text test source, parsed once by the
+                                      data's parser (`TranslationTest.raw_source`)
+    G/sealed/<test>.json, <test>/     a sealed test's record and translations
+                                      (`grid/seal.py`)
     G/results.md, results.json, *.png the report (`grid/report.py`)
 
 Every stage runs the project's own programs as subprocesses (bin/train,
@@ -256,17 +260,25 @@ class GridRunner:
 
     # Configuration -------------------------------------------------------
 
+    def system_data_dir(self, system):
+        """Where a system's data is: its `data_dir` template filled in, or the grid's."""
+        return self.path(system.data_dir) if system.data_dir else self.data_dir
+
     def config(self, run):
         """What defines a run: a directory with another configuration is refused."""
         experiment = self.experiment
         system = run.system
-        return {"experiment": self.name, "problem": experiment.problem, "model": system.model,
-                "hparams_set": experiment.hparams_set_of(system), "hparams": system.hparams,
-                "seed": run.seed, "train_steps": experiment.train_steps,
-                "eval_every": experiment.eval_every,
-                "early_stopping_patience": experiment.early_stopping_patience,
-                "best_checkpoint_metric": experiment.best_checkpoint_metric,
-                "data_dir": os.path.abspath(self.data_dir)}
+        config = {"experiment": self.name, "problem": experiment.problem, "model": system.model,
+                  "hparams_set": experiment.hparams_set_of(system), "hparams": system.hparams,
+                  "seed": run.seed, "train_steps": experiment.train_steps,
+                  "eval_every": experiment.eval_every,
+                  "early_stopping_patience": experiment.early_stopping_patience,
+                  "best_checkpoint_metric": experiment.best_checkpoint_metric,
+                  "data_dir": os.path.abspath(self.system_data_dir(system))}
+        if system.problem_options:
+            # Only where given, so that runs of earlier grids keep their configuration.
+            config["problem_options"] = system.problem_options
+        return config
 
     def claim(self, run):
         """The run's state; records its configuration, or refuses another one's directory."""
@@ -376,7 +388,7 @@ class GridRunner:
         command = tool_command("train") + [
             f"--problem={experiment.problem}", f"--model={system.model}",
             f"--hparams_set={experiment.hparams_set_of(system)}", f"--hparams={system.hparams}",
-            f"--data_dir={self.data_dir}", f"--output_dir={run.directory}",
+            f"--data_dir={self.system_data_dir(system)}", f"--output_dir={run.directory}",
             f"--train_steps={experiment.train_steps}", f"--eval_every={experiment.eval_every}",
             f"--save_checkpoints_steps={experiment.eval_every}",
             f"--keep_checkpoint_max={experiment.keep_checkpoint_max}",
@@ -417,7 +429,7 @@ class GridRunner:
             settings = length_penalty.with_alpha(settings, alpha)
         command = tool_command("decode") + [
             f"--output_dir={self.checkpoint_dir(run)}", f"--decode_hparams={settings}",
-            f"--decode_from_file={self.path(test.source)}", f"--decode_to_file={output}"]
+            f"--decode_from_file={self.test_source(test)}", f"--decode_to_file={output}"]
         if test.detokenize:
             command.append("--detokenize")
         self._call(run, command, "test.log")
@@ -454,6 +466,30 @@ class GridRunner:
         result = attachment.score_parse_files(output, self.path(test.gold))
         return {"parser": spec, "UAS": result.uas, "LAS": result.las}
 
+    def test_source(self, test):
+        """The file `bin/decode` reads for a test: its source, or its raw source parsed once.
+
+        A raw-text source is parsed by the parser the problem's data was built
+        with, so that every system, tree-reading or not, reads the words the
+        parser makes of it, as in training.
+        """
+        if not test.raw_source:
+            return self.path(test.source)
+        output = os.path.join(self.output_dir, "sources", f"{test.name}.conllu")
+        if not os.path.exists(output):
+            spec = self.problem_options().get("parser")
+            if not spec:
+                raise GridError(f"test {test.name}: its source is raw text, but the data in "
+                                f"{self.data_dir} records no parser to parse it with")
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+            log = Run(None, 0, os.path.dirname(output))
+            partial = f"{output}.partial"
+            self._call(log, tool_command("parse") + [
+                f"--parser={spec}", f"--input_file={self.path(test.source)}",
+                "--input_format=text", f"--output_file={partial}"], "parse.log")
+            os.replace(partial, output)
+        return output
+
     def teacher_output(self, test):
         """The teacher parser's trees of a parse test's gold words."""
         return os.path.join(self.output_dir, "teacher", f"{test.name}.conllu")
@@ -468,7 +504,8 @@ class GridRunner:
         stages = [("train", lambda: self.train(run, state))]
         if self.experiment.checkpoint == "average":
             stages.append(("average", lambda: self.average(run)))
-        for test in self.experiment.translation_tests:
+        # Sealed tests are not a run's: `grid/seal.py` decodes them once all runs have finished.
+        for test in self.experiment.open_tests():
             stages.append((f"decode:{test.name}", lambda test=test: self.decode_test(run, test)))
         stages += self.length_penalty_stages(run)
         if self.has_parse_head(run):
@@ -489,7 +526,7 @@ class GridRunner:
             for alpha in experiment.length_penalties]
         stages.append(("choose:alpha", lambda: length_penalty.write_choice(
             run.directory, dev, experiment.length_penalties, self.path(dev.reference))))
-        for test in experiment.translation_tests:
+        for test in experiment.open_tests():
             stages.append((f"decode:{test.name}:dev_alpha", lambda test=test: self.decode_test(
                 run, test, length_penalty.test_output(test),
                 length_penalty.read_choice(run.directory)["alpha"])))
@@ -552,7 +589,7 @@ class GridRunner:
         """`{test: {metric: score}}` of the translations at `output(test)` in the run."""
         return {test.name: {key: value.score for key, value in translation.score_files(
                     os.path.join(run.directory, output(test)), self.path(test.reference)).items()}
-                for test in self.experiment.translation_tests}
+                for test in self.experiment.open_tests()}
 
     def score(self, run, state):
         """The run's test scores and training figures."""

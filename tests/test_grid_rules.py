@@ -1,0 +1,219 @@
+"""Issue 32's rules of a fair grid: one word-boundary rule, named contrasts, other data per
+system, and the sealed test set that is scored once and never under other settings."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from syntax_t2t.cli import registration
+from syntax_t2t.evaluation import multiple_testing
+from syntax_t2t.grid import experiment as experiment_lib
+from syntax_t2t.grid import report, runner, seal
+from syntax_t2t.grid.experiment import Experiment, System, TranslationTest
+
+REFERENCES = ["a man rides a horse", "two dogs play in the snow", "a child eats an apple",
+              "people walk down a busy street"] * 3
+
+
+@pytest.fixture(autouse=True)
+def _registry():
+    registration.import_all()
+
+
+def _experiment(**changes):
+    fields = dict(problem="synthetic_syntax_reorder", hparams_set="transformer_tiny",
+                  systems=[System("base", "transformer"),
+                           System("tree", "tree_distance", seeds=(1, 2, 3)),
+                           System("tree_random", "tree_distance", data_dir="{data_dir}_random",
+                                  problem_options="tree_source=random")],
+                  baseline="base", seeds=(1, 2))
+    fields.update(changes)
+    return Experiment(**fields)
+
+
+def test_one_word_boundary_rule_for_every_system():
+    experiment_lib.check(_experiment(source_word_positions=False), "toy")
+    with pytest.raises(experiment_lib.ExperimentError,
+                       match="system 'tree': source_word_positions=true, but the experiment's "
+                             "word-boundary rule gives every system source_word_positions=false"):
+        experiment_lib.check(_experiment(source_word_positions=False, systems=[
+            System("base", "transformer"),
+            System("tree", "tree_distance", "source_word_positions=true")]), "toy")
+    # Giving word boundaries to all cannot hold where a baseline never reads them.
+    with pytest.raises(experiment_lib.ExperimentError,
+                       match="model 'transformer' does not read word boundaries"):
+        experiment_lib.check(_experiment(source_word_positions=True, systems=[
+            System("base", "transformer", "source_word_positions=true"),
+            System("tree", "tree_distance", "source_word_positions=true")]), "toy")
+    # No rule (the experiments before issue 32): mixed is allowed.
+    experiment_lib.check(_experiment(systems=[
+        System("base", "transformer"),
+        System("tree", "tree_distance", "source_word_positions=true")]), "toy")
+
+
+def test_contrasts_name_two_systems_and_default_to_the_baseline():
+    assert _experiment().comparisons() == [("tree", "base"), ("tree_random", "base")]
+    named = _experiment(contrasts=[("tree", "tree_random"), ("tree", "base")])
+    experiment_lib.check(named, "toy")
+    assert named.comparisons() == [("tree", "tree_random"), ("tree", "base")]
+    for contrasts, match in [([("tree", "nope")], "contrast"), ([("tree", "tree")], "contrast"),
+                             ([("tree", "base"), ("tree", "base")], "listed twice")]:
+        with pytest.raises(experiment_lib.ExperimentError, match=match):
+            experiment_lib.check(_experiment(contrasts=contrasts), "toy")
+
+
+def test_a_sealed_dev_set_is_refused():
+    dev = TranslationTest("dev", "d.src", "d.ref", sealed=True)
+    with pytest.raises(experiment_lib.ExperimentError, match="dev_set 'dev' is sealed"):
+        experiment_lib.check(_experiment(length_penalties=(0.6, 1.0), dev_set=dev), "toy")
+
+
+def test_a_system_trains_on_its_own_data_and_records_its_options(tmp_path):
+    experiment = _experiment()
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path / "G"), {"data_dir": str(tmp_path / "D")})
+    runs = {run.name: run for run in runner.plan(experiment, str(tmp_path / "G"))}
+    control = grid.config(runs["tree_random/seed1"])
+    assert control["data_dir"] == str(tmp_path / "D_random")
+    assert control["problem_options"] == "tree_source=random"
+    # Systems on the grid's data keep the configuration of earlier grids.
+    assert grid.config(runs["base/seed1"])["data_dir"] == str(tmp_path / "D")
+    assert "problem_options" not in grid.config(runs["base/seed1"])
+
+
+def _sealed_experiment(tmp_path, **changes):
+    (tmp_path / "test.src").write_text("x\n" * len(REFERENCES))
+    (tmp_path / "test.ref").write_text("\n".join(REFERENCES) + "\n")
+    (tmp_path / "sealed.src").write_text("y\n" * len(REFERENCES))
+    (tmp_path / "sealed.ref").write_text("\n".join(REFERENCES) + "\n")
+    fields = dict(systems=[System("base", "transformer"), System("tree", "tree_distance")],
+                  translation_tests=[
+                      TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref"),
+                      TranslationTest("sealed", "{data_dir}/sealed.src", "{data_dir}/sealed.ref",
+                                      sealed=True)])
+    fields.update(changes)
+    experiment = _experiment(**fields)
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path / "G"), {"data_dir": str(tmp_path)})
+    return grid, runner.plan(experiment, str(tmp_path / "G"))
+
+
+def _finish(grid, run):
+    state = grid.claim(run)
+    state["done"] = {key: True for key, _ in grid.stages(run, state)}
+    grid._save_state(run, state)
+
+
+def _fake_decode(calls):
+    def decode(run, test, output):
+        calls.append((run.name, test.name))
+        # The tree system gets one sentence more right per seed.
+        lines = list(REFERENCES)
+        wrong = 4 - (run.seed if run.system.name == "tree" else 0)
+        for index in range(wrong):
+            lines[index] = "something else entirely"
+        Path(output).write_text("\n".join(lines) + "\n")
+    return decode
+
+
+def test_a_sealed_test_is_no_stage_of_a_run(tmp_path):
+    grid, runs = _sealed_experiment(tmp_path)
+    keys = [key for key, _ in grid.stages(runs[0], {})]
+    assert "decode:test" in keys and not any("sealed" in key for key in keys)
+
+
+def test_the_seal_opens_once_when_every_run_has_finished_and_refuses_other_settings(tmp_path):
+    grid, runs = _sealed_experiment(tmp_path)
+    calls = []
+    for run in runs[:-1]:
+        _finish(grid, run)
+    assert seal.open_seal(grid, runs, grid.experiment.sealed_tests()[0],
+                          _fake_decode(calls)) is None
+    assert calls == [] and not os.path.exists(seal.record_path(grid, grid.experiment.sealed_tests()[0]))
+
+    _finish(grid, runs[-1])
+    test = grid.experiment.sealed_tests()[0]
+    record = seal.open_seal(grid, runs, test, _fake_decode(calls))
+    assert sorted(calls) == sorted((run.name, "sealed") for run in runs)  # each run once
+    assert record["opened"] and "commit" in record["git"]
+    assert record["settings"]["decode_hparams"] == grid.experiment.decode_hparams
+    assert record["scores"]["base/seed1"]["BLEU"] < record["scores"]["tree/seed2"]["BLEU"]
+    saved = json.loads(Path(seal.record_path(grid, test)).read_text())
+    assert saved == record
+
+    # Once opened, never again: the same settings read the record, decode nothing.
+    calls.clear()
+    assert seal.open_seal(grid, runs, test, _fake_decode(calls)) == record and calls == []
+
+    # Other decoding settings: refused, not scored.
+    other, other_runs = _sealed_experiment(tmp_path, decode_hparams="beam_size=4,alpha=1.0")
+    with pytest.raises(seal.SealError, match=r"sealed test sealed was opened on .* under other "
+                                             r"settings \(they differ in decode_hparams\); it is "
+                                             r"not scored again"):
+        seal.open_seal(other, other_runs, test, _fake_decode(calls))
+    # Changed references (the file's contents): refused too.
+    (tmp_path / "sealed.ref").write_text("\n".join(REFERENCES[::-1]) + "\n")
+    with pytest.raises(seal.SealError, match="reference_sha256"):
+        seal.open_seal(grid, runs, test, _fake_decode(calls))
+    assert calls == []
+    assert json.loads(Path(seal.record_path(grid, test)).read_text()) == record
+
+
+def test_the_report_tables_a_sealed_test_only_once_opened(tmp_path):
+    grid, runs = _sealed_experiment(tmp_path)
+    test = grid.experiment.sealed_tests()[0]
+    built = report.build(grid, runs, "bin/grid ...", samples=50)
+    assert built["sealed"]["sealed"] == {"opened": None, "unfinished_runs": 4}
+    assert "Sealed: decoded and scored once every run has finished (4 not yet)." in \
+        report.markdown(built, grid.experiment)
+    for run in runs:
+        _finish(grid, run)
+    seal.open_seal(grid, runs, test, _fake_decode([]))
+    built = report.build(grid, runs, "bin/grid ...", samples=50)
+    block = built["sealed"]["sealed"]
+    assert block["rows"]["tree"]["seeds"] == [1, 2]
+    (comparison,) = block["contrasts"]["comparisons"]
+    assert comparison["delta"] > 0 and comparison["t_test"]["p_value"] < 1
+    assert "## sealed: translation (sealed test set)" in report.markdown(built, grid.experiment)
+
+
+def _scored_runs(tmp_path, seeds_of):
+    """Runs of three systems whose test translations and scores are on disk."""
+    systems = [System(name, "transformer", seeds=tuple(seeds)) for name, seeds in seeds_of.items()]
+    experiment = _experiment(systems=systems, contrasts=[("b", "a"), ("c", "a")],
+                             translation_tests=[TranslationTest("test", "{data_dir}/test.src",
+                                                                "{data_dir}/test.ref")])
+    (tmp_path / "test.ref").write_text("\n".join(REFERENCES) + "\n")
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path / "G"), {"data_dir": str(tmp_path)})
+    runs = runner.plan(experiment, str(tmp_path / "G"))
+    right = {("a", 1): 2, ("a", 2): 3, ("a", 3): 1, ("b", 1): 5, ("b", 2): 6, ("c", 1): 4}
+    for run in runs:
+        lines = ["wrong words here"] * len(REFERENCES)
+        for index in range(right[(run.system.name, run.seed)]):
+            lines[index] = REFERENCES[index]
+        hyp = Path(run.directory) / runner.test_output(experiment.translation_tests[0])
+        hyp.parent.mkdir(parents=True, exist_ok=True)
+        hyp.write_text("\n".join(lines) + "\n")
+        _finish(grid, run)
+        runner.write_json(os.path.join(run.directory, runner.SCORES_FILE), {
+            "system": run.system.name, "seed": run.seed, "steps": 10, "best": None,
+            "stopped_early": None, "train_seconds": 1.0, "tokens_per_second": None,
+            "translation": grid._score_translations(run, runner.test_output), "parse": {}})
+    return grid, runs
+
+
+def test_a_one_seed_system_gets_a_t_test_with_the_pooled_sd_and_no_bootstrap_p(tmp_path):
+    grid, runs = _scored_runs(tmp_path, {"a": [1, 2, 3], "b": [1, 2], "c": [1]})
+    built = report.build(grid, runs, "bin/grid ...", samples=100)
+    contrasts = built["contrasts"]["test"]
+    rows = built["tests"]["test"]
+    pooled = contrasts["pooled_seed_sd"]
+    assert (pooled["df"], pooled["systems"]) == (3, 2)  # a: 2 df, b: 1 df; c adds nothing
+    b, c = contrasts["comparisons"]
+    assert (b["system"], c["system"]) == ("b", "c")
+    assert b["bootstrap"] is not None and c["bootstrap"] is None  # one seed: no bootstrap p
+    assert c["t_test"]["df"] == 3 and 0 < c["t_test"]["p_value"] < 1
+    assert c["delta"] == pytest.approx(rows["c"]["BLEU"][0] - sum(rows["a"]["BLEU"]) / 3)
+    assert set(c["per_seed_p"]) == {"1"} and set(b["per_seed_p"]) == {"1", "2"}
+    assert [b["holm_p"], c["holm_p"]] == pytest.approx(multiple_testing.holm(
+        [b["t_test"]["p_value"], c["t_test"]["p_value"]]))
