@@ -11,6 +11,8 @@ import collections
 import os
 from typing import Iterator, Optional, Sequence, Union
 
+from absl import logging
+
 from syntax_t2t import registry
 from syntax_t2t.data import pipeline, subword_kinds, subword_syntax
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
@@ -20,7 +22,8 @@ from syntax_t2t.data.schema import (  # noqa: F401
     CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, DEV, INPUTS, LEMMA_FEATURE, SAMPLE_COUNTS,
     SOURCE_TREE_FEATURES, SPLITS, TAG_VOCABULARIES, TARGET_TREE_FEATURES, TARGETS, TEST, TRAIN,
     WORD_POSITION_FEATURE, DataNotGeneratedError, RawDataError, sentence_tokens)
-from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.data import tree_controls
+from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
 from syntax_t2t.datagen import records as datagen_records
@@ -83,13 +86,19 @@ class Problem:
     subword_model = subword_kinds.WORDPIECE
     #: Also store the lemma ids of source words (`src_lemma`).
     source_lemmas = False
+    #: Where the source trees come from: the parser's (or treebank's) trees, or
+    #: a control that carries no syntax (`syntax_t2t.data.tree_controls`).
+    tree_source = tree_controls.PARSER
+    #: Mixed into each sentence's seed of `tree_source=random`.
+    tree_seed = 1
 
     #: Processes of the current datagen run (`generate_data`'s `num_workers`);
     #: problems that parse raw text give their parser as many.
     datagen_workers = 1
 
     option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed", "subwords",
-                    "subword_vocab_size", "subword_model", "source_lemmas")
+                    "subword_vocab_size", "subword_model", "source_lemmas", "tree_source",
+                    "tree_seed")
 
     def __init__(self, **options):
         for key, value in options.items():
@@ -102,6 +111,10 @@ class Problem:
             raise ValueError(f"{self.name}: option subwords={self.subwords!r}; expected None, "
                              f"{' or '.join(repr(mode) for mode in SUBWORD_MODES)}")
         subword_kinds.check_subword_model(self.subword_model)
+        tree_controls.check_tree_source(self.tree_source)
+        if self.tree_source != tree_controls.PARSER and not self.has_source_trees:
+            raise ValueError(f"{self.name}: option tree_source={self.tree_source!r} replaces "
+                             f"source trees, and this problem has none")
         if self.subwords and self.subword_vocab_size < MIN_VOCAB_SIZE:
             raise ValueError(f"{self.name}: option subword_vocab_size={self.subword_vocab_size} is "
                              f"below the minimum {MIN_VOCAB_SIZE}")
@@ -282,6 +295,8 @@ class Problem:
                   for name in self.vocabulary_names + (CONSTITUENCY_VOCABULARY, SAMPLE_COUNTS)}
         for source, target in samples:
             tree = self._check_source(source)
+            if tree is not None:
+                tree = self.model_tree(tree)
             counts[INPUTS].update(sentence_tokens(source))
             counts[TARGETS].update(sentence_tokens(target))
             counts[SAMPLE_COUNTS]["samples"] += 1
@@ -308,6 +323,8 @@ class Problem:
         """
         num_samples = counts[SAMPLE_COUNTS]["samples"]
         num_bracketed = counts[SAMPLE_COUNTS]["bracketed"]
+        if self.has_source_trees:
+            self._warn_untagged(counts)
         if 0 < num_bracketed < num_samples:
             raise RawDataError(
                 f"{self.name}: {num_bracketed} of {num_samples} training sources carry a bracketed "
@@ -327,6 +344,18 @@ class Problem:
                 counts[CONSTITUENCY_VOCABULARY], max_size=self.tag_vocab_size)
         return result
 
+    def _warn_untagged(self, counts: dict[str, collections.Counter]) -> None:
+        """Logs how many training words carry no UPOS or XPOS (a parser without a tagger)."""
+        for name, remedy in (("xpos", "spec_pos reads UPOS with --hparams=pos=upos"),
+                             ("upos", "spec_pos has no tags to read")):
+            words = sum(counts[name].values())
+            untagged = counts[name][UNKNOWN]
+            if untagged:
+                logging.warning("%s: %d of %d training words have no %s (%s); the parser predicts "
+                                "none for them (a pipeline without a tagger, such as "
+                                "cs_core_news_sm, leaves every XPOS empty); %s", self.name,
+                                untagged, words, name.upper(), UNKNOWN, remedy)
+
     def _loaded_vocabularies(self) -> dict[str, Vocabulary]:
         if self._vocabularies is None:
             raise RuntimeError(
@@ -341,6 +370,17 @@ class Problem:
                                 f"{type(source).__name__}")
             return source
         return None
+
+    def model_tree(self, tree: DependencyTree) -> DependencyTree:
+        """The tree the models see of a source tree: itself, or the `tree_source` control.
+
+        The one place where control trees replace the parser's, on the way
+        into the vocabularies and every encoded example (datagen and decoding
+        alike), so that every model reads them as it reads parser trees. A
+        control tree is a function of the words alone, so replacing a control
+        tree again gives the same tree.
+        """
+        return tree_controls.control_tree(tree, self.tree_source, self.tree_seed)
 
     def _bracketed_tree(self, tree: Optional[DependencyTree]):
         """The `ConstituencyTree` of a source's `# constituency` comment, or None."""
@@ -369,6 +409,8 @@ class Problem:
             one entry per constituent.
         """
         vocabularies = self._loaded_vocabularies()
+        if isinstance(source, DependencyTree) and self.has_source_trees:
+            source = self.model_tree(source)
         if self.subwords:
             ids, word_index = vocabularies[INPUTS].encode_with_word_index(sentence_tokens(source))
             features = {INPUTS: ids.tolist() + [EOS_ID]}
