@@ -8,10 +8,15 @@ Splits and files (in `<tmp_dir>/multi30k/`, plain or gzip):
     train             train.{cs,de,en}[.gz]              29,000 sentences
     dev               val.{cs,de,en}[.gz]                 1,014
     test              test_2016_flickr.{cs,de,en}[.gz]    1,000
+    (no split)        test_2018_flickr.{cs,de,en}[.gz]    1,071
 
 Files already there are used as they are; missing ones are downloaded from
 the dataset's public repository, e.g.
 https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/train.cs.gz
+`test_2018_flickr` belongs to no split: datagen fetches it with the test
+split (`EXTRA_TEST_SETS`) so that it is there, untouched, for an
+experiment that keeps it sealed until every run has finished
+(docs/preregistration.md); `bin/grid` parses it with the data's parser.
 
 Source side: every line is parsed by the problem's `parser` option
 (`bin/datagen --parser=...`): `stanza:<source language>` by default,
@@ -36,10 +41,12 @@ import math
 import os
 from typing import Callable, Iterator, Optional
 
+from absl import logging
+
 from syntax_t2t.problems.common import find_file
 from syntax_t2t import registry
 from syntax_t2t.data.detokenize import spacy_detokenizer
-from syntax_t2t.data.download import maybe_download
+from syntax_t2t.data.download import DownloadError, maybe_download
 from syntax_t2t.data.parallel_text import read_parallel
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.errors import InputError
@@ -50,6 +57,8 @@ from syntax_t2t.problem import DEV, TEST, TRAIN, Problem
 
 #: File name stem of each split in the Multi30k repository.
 SPLIT_FILES = {TRAIN: "train", DEV: "val", TEST: "test_2016_flickr"}
+#: Test sets of the repository outside the splits, fetched with the test split.
+EXTRA_TEST_SETS = ("test_2018_flickr",)
 URL_TEMPLATE = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{filename}"
 
 
@@ -81,8 +90,12 @@ class Multi30kSyntax(Problem):
 
     def raw_path(self, tmp_dir: str, split: str, language: str) -> str:
         """The raw text of `split` in `language`, downloaded if missing."""
+        return self.raw_file(tmp_dir, SPLIT_FILES[split], language)
+
+    def raw_file(self, tmp_dir: str, stem: str, language: str) -> str:
+        """The raw text `<stem>.<language>[.gz]` (a split's or `EXTRA_TEST_SETS`'), downloaded if missing."""
         directory = os.path.join(tmp_dir, self.data_subdir)
-        name = f"{SPLIT_FILES[split]}.{language}"
+        name = f"{stem}.{language}"
         found = find_file(directory, (name, name + ".gz"))
         if found:
             return found
@@ -102,7 +115,26 @@ class Multi30kSyntax(Problem):
         """Trees of new raw source sentences, parsed as the data's were (`source_parsing`)."""
         return list(self.source_parser().parse_texts(texts))
 
+    def fetch_extra_test_sets(self, tmp_dir: str) -> list[str]:
+        """The files of `EXTRA_TEST_SETS` in both languages, downloaded where missing.
+
+        The data does not need them: one that cannot be had is a warning (and
+        left out of the list), not a failed datagen.
+        """
+        paths = []
+        for stem in EXTRA_TEST_SETS:
+            for language in (self.source_language, self.target_language):
+                try:
+                    paths.append(self.raw_file(tmp_dir, stem, language))
+                except DownloadError as error:
+                    logging.warning("%s: test set %s is not in %s and was not downloaded (%s); "
+                                    "the data does not need it, an experiment testing on it does",
+                                    self.name, stem, os.path.join(tmp_dir, self.data_subdir), error)
+        return paths
+
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
+        if split == TEST:
+            self.fetch_extra_test_sets(tmp_dir)
         source_path = self.raw_path(tmp_dir, split, self.source_language)
         cache_path = parse_cache.parse_file(self.source_parser(), source_path,
                                             self.parse_cache_dir(tmp_dir))

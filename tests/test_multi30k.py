@@ -9,7 +9,8 @@ import pytest
 import spacy
 
 from parser_fixtures import MULTI30K, needs_czech_ud, tiny_czech_parser, untrained_pipeline_dir
-from syntax_t2t.problems.multi30k import SPLIT_FILES, Multi30kSyntaxCsEn, Multi30kSyntaxDeEn, Multi30kSyntaxEnCs
+from syntax_t2t.problems.multi30k import (EXTRA_TEST_SETS, SPLIT_FILES, Multi30kSyntaxCsEn,
+                                          Multi30kSyntaxDeEn, Multi30kSyntaxEnCs)
 from syntax_t2t import io_utils, registry
 from syntax_t2t.cli import registration
 from syntax_t2t.data.download import DownloadError
@@ -65,6 +66,24 @@ def test_local_files_are_used_and_missing_ones_downloaded(tmp_path):
     assert list(io_utils.read_lines(downloaded)) == [(1, "A dog.")]
     with pytest.raises(DownloadError, match=r"put it at .*multi30k/test_2016_flickr.en.gz"):
         problem.raw_path(str(tmp_path / "raw"), TEST, "en")
+
+
+def test_the_2018_test_set_is_on_the_download_list(tmp_path):
+    assert EXTRA_TEST_SETS == ("test_2018_flickr",)
+    remote = tmp_path / "remote"
+    _write(remote, "test_2018_flickr.cs.gz", ["Dva psi."])
+    _write(remote, "test_2018_flickr.en.gz", ["Two dogs."])
+    problem = Multi30kSyntaxCsEn(url_template=f"file://{remote}/{{filename}}")
+    raw = tmp_path / "raw"
+    _write(raw / "multi30k", "test_2018_flickr.en", ["Two dogs, here."])  # a local file wins
+    paths = problem.fetch_extra_test_sets(str(raw))
+    assert paths == [str(raw / "multi30k" / "test_2018_flickr.cs.gz"),
+                     str(raw / "multi30k" / "test_2018_flickr.en")]
+    assert list(io_utils.read_lines(paths[0])) == [(1, "Dva psi.")]
+    assert list(io_utils.read_lines(paths[1])) == [(1, "Two dogs, here.")]
+    # Offline without the files: datagen goes on (the data does not need them).
+    offline = Multi30kSyntaxCsEn(url_template=f"file://{tmp_path / 'nowhere'}/{{filename}}")
+    assert offline.fetch_extra_test_sets(str(tmp_path / "empty")) == []
 
 
 def test_samples_pair_parsed_sources_with_tokenised_targets(tmp_path, untrained):
