@@ -28,7 +28,7 @@ from bad_input_harness import GOOD_CONLLU, conllu_sentence, czeng_line, generate
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.czeng_reader import read_czeng
 from syntax_t2t.decoding import inputs
-from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.data.parse_file import read_parsed
 from syntax_t2t.evaluation import attachment, translation
 from syntax_t2t.parsing import parse_cache
 

@@ -1,4 +1,4 @@
-"""bin/datagen_beam (syntax_t2t/data/beam_pipeline.py): the same data as bin/datagen."""
+"""bin/datagen_beam (syntax_t2t/datagen/beam_pipeline.py): the same data as bin/datagen."""
 
 import collections
 import gzip

@@ -17,10 +17,10 @@ from decode_runs import PROBLEM, save_random_run, small_hparams
 from syntax_t2t import registry
 from syntax_t2t.cli import average_checkpoints, common, decode, registration
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
-from syntax_t2t.decoding.checkpoint_averaging import last_checkpoints
 from syntax_t2t.decoding.decoder import MissingFeaturesError
-from syntax_t2t.decoding.model_loading import CheckpointError
-from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.data.parse_file import read_parsed
+from syntax_t2t.training.checkpoint_averaging import last_checkpoints
+from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from syntax_t2t.data.conllu_reader import read_conllu, write_conllu
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.decoding.parse_file import ParsedSentence, format_parsed, read_parsed, write_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, format_parsed, read_parsed, write_parsed
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation.attachment import (attachment_scores, attachment_scores_by_length,
                                               chain_baselines, diagonal_precision,

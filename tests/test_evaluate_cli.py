@@ -9,7 +9,7 @@ from absl.testing import flagsaver
 from syntax_t2t.cli import common, evaluate
 from syntax_t2t.data.conllu_reader import write_conllu
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 
 FLAGS = flags.FLAGS
 

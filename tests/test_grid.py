@@ -19,7 +19,7 @@ from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import archive, report, runner
 from syntax_t2t.data.conllu_reader import write_conllu
 from syntax_t2t.data.tree import DependencyTree
-from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.grid.experiment import Experiment, ParseTest, System, TranslationTest
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from syntax_t2t import registry
 from syntax_t2t.cli import registration
 from syntax_t2t.cli import common, decode, train
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
-from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.data.parse_file import read_parsed
 from syntax_t2t.evaluation.attachment import score_parse_files
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights

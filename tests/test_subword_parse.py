@@ -24,7 +24,7 @@ from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder
 from syntax_t2t.decoding.inputs import SourceSentence
 from syntax_t2t.data.conllu_reader import format_conllu
-from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.evaluation.attachment import score_parse_files
 from syntax_t2t.models import sisa
 

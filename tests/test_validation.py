@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.cli import registration
+from syntax_t2t.evaluation import training_plots
 from syntax_t2t.training import validation
 from syntax_t2t.training.trainer import Trainer
 
@@ -24,7 +25,7 @@ def _saver(calls):
 
 
 def _validation(directory, calls, **options):
-    return validation.Validation(str(directory), save_best=_saver(calls), plot=False, **options)
+    return validation.Validation(str(directory), save_best=_saver(calls), **options)
 
 
 def test_best_by_loss_and_early_stopping(tmp_path):
@@ -117,8 +118,8 @@ def test_a_failed_save_names_no_new_best(tmp_path):
 
 def test_best_weights_through_save_averaged_restore(tmp_path):
     """The real saver (bin/train's): `best/` is a decodable directory holding the evaluated weights."""
-    from syntax_t2t.decoding import checkpoint_averaging
-    from syntax_t2t.decoding.model_loading import restore_model
+    from syntax_t2t.training import checkpoint_averaging
+    from syntax_t2t.training.checkpoints import restore_model
 
     registration.import_all()
     hparams = registry.hparams("transformer_tiny")
@@ -134,7 +135,7 @@ def test_best_weights_through_save_averaged_restore(tmp_path):
     sizes = {"inputs": 20, "targets": 20}
     model = registry.model("transformer")(hparams, sizes)
     checker = validation.Validation(
-        str(run), metric="loss", plot=False,
+        str(run), metric="loss",
         save_best=lambda directory, step: checkpoint_averaging.save_model_directory(
             model, str(run), directory, step))
     for step, loss in ((10, 2.0), (20, 1.0)):
@@ -161,11 +162,32 @@ def test_an_evaluation_step_without_evaluation_is_missing(tmp_path):
     assert not checker.missing_evaluation(1200, 500) and not checker.missing_evaluation(0, 500)
 
 
-def test_learning_curve_is_drawn(tmp_path):
-    checker = validation.Validation(str(tmp_path), metric="loss")
+def test_learning_curve_is_drawn_by_the_plot_handed_in(tmp_path):
+    checker = validation.Validation(str(tmp_path), metric="loss",
+                                    plot=training_plots.plot_learning_curve)
     for step, loss in ((100, 3.0), (200, 2.0)):
         checker.after_evaluation(step, {"loss/nmt": loss, "uas": 0.5}, None)
     assert (tmp_path / validation.PLOT_FILE).stat().st_size > 1000
+
+
+def test_the_plot_gets_the_history_and_a_failing_plot_does_not_stop_training(tmp_path):
+    calls = []
+
+    def plot(evaluations, path, best_step=None):
+        calls.append(([entry["step"] for entry in evaluations], path, best_step))
+        raise OSError("disk full")
+
+    checker = validation.Validation(str(tmp_path), metric="loss", plot=plot)
+    for step, loss in ((100, 3.0), (200, 4.0)):
+        checker.after_evaluation(step, {"loss/nmt": loss}, None)
+    plot_path = str(tmp_path / validation.PLOT_FILE)
+    assert calls == [([100], plot_path, 100), ([100, 200], plot_path, 100)]
+    assert not os.path.exists(plot_path)
+    # Without a plot nothing is drawn.
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    validation.Validation(str(quiet), metric="loss").after_evaluation(100, {"loss/nmt": 1.0}, None)
+    assert sorted(os.listdir(quiet)) == [validation.HISTORY_FILE]
 
 
 class _StopAtSecond:

@@ -47,11 +47,12 @@ from syntax_t2t.cli import common, scoring_flags
 from syntax_t2t.data import dependency_phrases
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.decoding import inputs as decode_inputs
-from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation import attention, length_buckets, ngram_precision, plots, translation
 from syntax_t2t.evaluation.report import write_json
 from syntax_t2t.training import run_directory
+from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 

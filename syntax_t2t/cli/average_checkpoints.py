@@ -19,10 +19,10 @@ import os
 from absl import flags
 
 from syntax_t2t.cli import common
-from syntax_t2t.decoding import checkpoint_averaging
-from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
-from syntax_t2t.training import run_directory
+from syntax_t2t.training import checkpoint_averaging, run_directory
+from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 

@@ -75,13 +75,14 @@ from syntax_t2t.decoding import length_model as length_model_lib
 from syntax_t2t.decoding import streaming
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.decoder import Decoder, MissingFeaturesError
-from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model, run_dir_of
+from syntax_t2t.decoding.model_loading import load_trained_model, run_dir_of
 from syntax_t2t.decoding.output_format import output_format
-from syntax_t2t.decoding.parse_file import ParsedSentence, write_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
 from syntax_t2t.decoding.source_parsing import with_parsed_sources
 from syntax_t2t.errors import InputError
 from syntax_t2t.training import precision, run_directory
+from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 

@@ -47,10 +47,11 @@ from absl import flags
 
 from syntax_t2t.cli import common
 from syntax_t2t.decoding.decode_hparams import decode_hparams
-from syntax_t2t.decoding.model_loading import CheckpointError, load_trained_model
+from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.export import exportable
 from syntax_t2t.training import run_directory
+from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 FORMATS = ("saved_model", "ctranslate2")

@@ -32,14 +32,15 @@ from syntax_t2t.hparams_sets import descriptions
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import aliases, common
 from syntax_t2t.data import pipeline, shard_check
-from syntax_t2t.decoding.model_loading import CheckpointError, restore_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import parse_overrides
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
-from syntax_t2t.decoding import checkpoint_averaging
 from syntax_t2t.decoding.decode_hparams import decode_hparams
-from syntax_t2t.training import checkpoints, distribution, precision, run_directory, validation
-from syntax_t2t.training.dev_translation import DevTranslation
+from syntax_t2t.decoding.dev_translation import DevTranslation
+from syntax_t2t.evaluation.training_plots import plot_learning_curve
+from syntax_t2t.training import (checkpoint_averaging, checkpoints, distribution, precision,
+                                 run_directory, validation)
+from syntax_t2t.training.checkpoints import CheckpointError, restore_model
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import TrainingInterrupted
 from syntax_t2t.training.trainer import Trainer
@@ -224,7 +225,7 @@ def _validation(problem, model, output_dir):
 
     return validation.Validation(output_dir, FLAGS.best_checkpoint_metric,
                                  FLAGS.early_stopping_patience, dev_translation,
-                                 save_best=save_best)
+                                 save_best=save_best, plot=plot_learning_curve)
 
 
 def _evaluate_newest_checkpoint(trainer, dev_dataset):

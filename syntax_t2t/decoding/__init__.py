@@ -1,4 +1,4 @@
-"""Decoding: search, incremental decoding of models, parse reading, checkpoints.
+"""Decoding: search, incremental decoding of models, restored models, dev-set decoding.
 
 | module | what it owns |
 |---|---|
@@ -13,7 +13,6 @@
 | `inputs.py` | decoding input files (text, CoNLL-U, CzEng), one entry per sentence |
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
 | `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |
-| `parse_file.py` | predicted parses as CoNLL-U (heads need not form trees) |
 | `model_loading.py` | a run's model, hparams and checkpoint |
-| `checkpoint_averaging.py` | averaging a run's last checkpoints |
+| `dev_translation.py` | dev-set BLEU (and UAS) during training, handed to the trainer's validation by `bin/train` |
 """

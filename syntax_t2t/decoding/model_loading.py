@@ -8,28 +8,21 @@ the one `bin/average_checkpoints` writes); only the model's weights are
 read, so the optimizer's state in a training checkpoint is ignored.
 
 Checkpoints hold the model's weights under `model_weights/<weight path>`
-(`syntax_t2t.training.checkpoints.model_weights` explains why).
+(`syntax_t2t.training.checkpoints.model_weights` explains why); reading them
+into a model is `checkpoints.restore_model`'s, which training, checkpoint
+averaging and the best checkpoint use as well.
 """
 
 import dataclasses
 import os
 from typing import Optional
 
-import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import problem_options, registry
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import checkpoints, run_directory
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing or does not fit the model."""
-
-
-def checkpoint_exists(prefix: str) -> bool:
-    """Whether `prefix` names a TensorFlow checkpoint (its `.index` file exists)."""
-    return tf.io.gfile.exists(prefix + ".index")
+from syntax_t2t.training.checkpoints import CheckpointError, checkpoint_exists
 
 
 def resolve_checkpoint(output_dir: Optional[str], checkpoint_path: Optional[str]) -> str:
@@ -102,25 +95,6 @@ def saved_flag(run_dir: Optional[str], name: str) -> Optional[str]:
     if not run_dir:
         return None
     return run_directory.load_flags(run_dir).get(name)
-
-
-def restore_model(model, checkpoint_prefix: str) -> None:
-    """Reads the model's weights from a checkpoint.
-
-    Raises:
-        CheckpointError: a weight of the model has no value in the
-            checkpoint, or a value of another shape, or a file of the
-            checkpoint is truncated or corrupt (named).
-    """
-    try:
-        weights = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model))
-        status = weights.read(checkpoint_prefix)
-        status.expect_partial().assert_existing_objects_matched()
-    except checkpoints.READ_ERRORS as error:
-        raise CheckpointError(str(checkpoints.corrupt_checkpoint_error(checkpoint_prefix, error))) from error
-    except (AssertionError, ValueError) as error:
-        raise CheckpointError(f"{checkpoint_prefix}: the checkpoint does not fit model "
-                              f"{type(model).__name__} with these hparams: {error}") from error
 
 
 @dataclasses.dataclass
@@ -202,6 +176,6 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
     problem = problem_options.problem_for_data(problem_name, data_dir, problem_options_text)
     problem.load_vocabularies(data_dir)
     model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
-    restore_model(model, checkpoint)
+    checkpoints.restore_model(model, checkpoint)
     return TrainedModel(model=model, model_name=model_name, problem=problem, hparams=hparams,
                         checkpoint=checkpoint, data_dir=data_dir)

@@ -24,7 +24,7 @@ from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.data.features import diagonal_heads
 from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.data.tree_controls import CHAIN_NEXT, CHAIN_PREVIOUS, chain_heads
-from syntax_t2t.decoding.parse_file import ParsedSentence, read_parsed
+from syntax_t2t.data.parse_file import ParsedSentence, read_parsed
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation.length_buckets import bucket_bounds
 

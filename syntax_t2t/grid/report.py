@@ -26,7 +26,7 @@ import os
 import statistics
 
 from syntax_t2t import io_utils
-from syntax_t2t.decoding.parse_file import read_parsed
+from syntax_t2t.data.parse_file import read_parsed
 from syntax_t2t.evaluation import (attachment, multiple_testing, seed_significance, student_t,
                                    translation)
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores

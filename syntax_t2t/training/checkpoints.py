@@ -125,6 +125,34 @@ def latest_checkpoint(directory):
     return tf.train.latest_checkpoint(directory)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that is missing or does not fit the model."""
+
+
+def checkpoint_exists(prefix: str) -> bool:
+    """Whether `prefix` names a TensorFlow checkpoint (its `.index` file exists)."""
+    return tf.io.gfile.exists(prefix + ".index")
+
+
+def restore_model(model, checkpoint_prefix: str) -> None:
+    """Reads the model's weights from a checkpoint.
+
+    Raises:
+        CheckpointError: a weight of the model has no value in the
+            checkpoint, or a value of another shape, or a file of the
+            checkpoint is truncated or corrupt (named).
+    """
+    try:
+        weights = tf.train.Checkpoint(model_weights=model_weights(model))
+        status = weights.read(checkpoint_prefix)
+        status.expect_partial().assert_existing_objects_matched()
+    except READ_ERRORS as error:
+        raise CheckpointError(str(corrupt_checkpoint_error(checkpoint_prefix, error))) from error
+    except (AssertionError, ValueError) as error:
+        raise CheckpointError(f"{checkpoint_prefix}: the checkpoint does not fit model "
+                              f"{type(model).__name__} with these hparams: {error}") from error
+
+
 class InputPosition(tf.__internal__.tracking.Trackable):
     """The training input iterator's state as a checkpoint part that may fail to restore.
 

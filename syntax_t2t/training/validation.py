@@ -3,7 +3,9 @@
 Every evaluation (teacher-forced dev losses, token accuracy, the parse
 head's UAS, and with dev-set decoding its BLEU) is appended to
 `<output_dir>/validation.json`, the run's learning curve, from which
-`<output_dir>/learning_curve.png` is drawn. The evaluation that is best by
+`<output_dir>/learning_curve.png` is drawn by the plotting function the
+caller hands in (`bin/train`: `evaluation.training_plots.plot_learning_curve`;
+the trainer draws nothing itself). The evaluation that is best by
 `metric` (`bleu` and `uas`: higher is better; `loss`: the dev translation
 loss, lower is better) has its model weights saved in `<output_dir>/best/`
 (with copies of the run's `hparams.json` and `flags.txt`, so it decodes like a
@@ -20,7 +22,8 @@ retraining (as rerunning T2T or fairseq with more steps and no `--patience`
 does).
 
 Writes are atomic: `validation.json` through a temporary file and a rename,
-`best/` by `checkpoint_averaging.save_model_directory`, which builds the new
+`best/` by the `save_best` the caller hands in (`bin/train`:
+`checkpoint_averaging.save_model_directory`), which builds the new
 directory beside it and swaps it in; the history names a new best only once
 its weights are saved.
 """
@@ -28,6 +31,7 @@ its weights are saved.
 import json
 import math
 import os
+from typing import Callable, Optional
 
 from absl import logging
 
@@ -63,20 +67,28 @@ class Validation:
         output_dir: the run directory.
         metric: `"bleu"`, `"loss"` or `"uas"`, what "best" means.
         patience: stop after this many evaluations without improvement (0 = never).
-        dev_translation: a `dev_translation.DevTranslation`, or None for no
-            dev-set decoding (no BLEU).
+        dev_translation: called as `dev_translation(model)` for the dev-set
+            decoding's scores (`decoding.dev_translation.DevTranslation`),
+            or None for no dev-set decoding (no BLEU).
         min_delta: how much a value must improve to count.
         save_best: called as `save_best(directory, step)` to replace
             `directory` atomically with the model's weights and the run's
             files.
-        plot: draw `learning_curve.png` after each evaluation.
+        plot: called as `plot(evaluations, path, best_step=step)` after each
+            evaluation to draw `learning_curve.png` (the history's
+            evaluations, the path, the best evaluation's step or None);
+            None draws nothing. A failure to draw (OSError, ValueError) is
+            logged and training goes on.
 
     Raises:
         ValueError: an unknown metric, or `bleu` without dev-set decoding.
     """
 
-    def __init__(self, output_dir, metric="loss", patience=0, dev_translation=None,
-                 min_delta=0.0, save_best=None, plot=True):
+    def __init__(self, output_dir: str, metric: str = "loss", patience: int = 0,
+                 dev_translation: Optional[Callable[[object], dict]] = None,
+                 min_delta: float = 0.0,
+                 save_best: Optional[Callable[[str, int], None]] = None,
+                 plot: Optional[Callable[..., None]] = None):
         if metric not in METRICS:
             raise ValueError(f"unknown best-checkpoint metric {metric!r}; choose one of "
                              f"{', '.join(METRICS)}")
@@ -175,10 +187,8 @@ class Validation:
         return best
 
     def _plot(self):
-        from syntax_t2t.evaluation.training_plots import plot_learning_curve
-
         try:
-            plot_learning_curve(self.state["evaluations"],
+            self.plot(self.state["evaluations"],
                                 os.path.join(self.output_dir, PLOT_FILE),
                                 best_step=(self.state.get("best") or {}).get("step"))
         except (OSError, ValueError) as error:  # a plot never stops training

@@ -11,6 +11,10 @@ references: a number to choose checkpoints and stop by, not the reported
 test score (which `bin/grid` and `bin/evaluate` take against raw references).
 For models with a parse head the predicted heads are scored against the
 dev trees as well (`dev_uas`, argmax decoding, over words).
+
+Dev decoding is decoding, so it lives here; the trainer never imports it:
+`bin/train` builds a `DevTranslation` and hands it to
+`training.validation.Validation` as a callable of the model.
 """
 
 import os
@@ -20,10 +24,10 @@ import sacrebleu
 from absl import logging
 
 from syntax_t2t import io_utils
+from syntax_t2t.data.schema import DEV
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding.decoder import Decoder
 from syntax_t2t.errors import InputError
-from syntax_t2t.problem import DEV
 
 
 class DevTranslation:
@@ -39,7 +43,7 @@ class DevTranslation:
         InputError: the dev split's text copies are missing or do not line up.
     """
 
-    def __init__(self, problem, data_dir, settings, max_sentences=0):
+    def __init__(self, problem, data_dir: str, settings, max_sentences: int = 0):
         paths = problem.raw_paths(data_dir, DEV)
         for path in paths.values():
             if not os.path.exists(path):
@@ -59,7 +63,7 @@ class DevTranslation:
             self.references = self.references[:max_sentences]
         self._decoder = None
 
-    def __call__(self, model):
+    def __call__(self, model) -> dict:
         """`{"bleu": ..., "dev_uas": ...}` of the model as it is now (UAS for parse heads)."""
         if self._decoder is None or self._decoder.model is not model:
             self._decoder = Decoder(model, self.problem, self.settings)

@@ -10,6 +10,9 @@ Columns written: ID, FORM, and LEMMA/UPOS/XPOS copied from the input when it
 had them; HEAD is the prediction; DEPREL is `_` (the parse head predicts no
 labels); FEATS, DEPS and MISC are `_`. `<ROOT>` is not written: word ids
 start at 1 and head 0 is the root, as CoNLL-U wants.
+
+A file format of the data, so it lives in `data/`: `bin/decode` writes it,
+`bin/evaluate` and `bin/grid` score it, and neither scorer imports decoding.
 """
 
 import dataclasses

@@ -18,8 +18,8 @@ import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils
-from syntax_t2t.decoding.model_loading import CheckpointError, restore_model
 from syntax_t2t.training import checkpoints, run_directory
+from syntax_t2t.training.checkpoints import CheckpointError, restore_model
 
 
 def last_checkpoints(directory: str, count: int) -> list[str]:
