@@ -44,3 +44,25 @@ def test_beam_is_an_extra_the_tests_include():
     assert "apache-beam[tfrecord]" in requirement_names(extras["test"])
     scripts = config["options.entry_points"]["console_scripts"]
     assert "syntax-t2t-datagen-beam = syntax_t2t.cli.datagen_beam:run" in scripts
+
+
+def test_the_czech_teacher_is_a_pinned_extra_outside_the_requirements():
+    # Its licence (CC BY-NC-SA 3.0) is not the toolkit's: installed only on request.
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    extras = config["options.extras_require"]
+    assert "cs-core-news-sm" in requirement_names(extras["teacher_cs"])
+    assert "cs-core-news-sm==0.2.1" in extras["teacher_cs"]
+    assert "cs-core-news-sm" not in requirement_names(config["options"]["install_requires"])
+    assert "cs-core-news-sm" not in requirement_names(extras["test"])
+
+
+def test_a_missing_teacher_says_which_extra_installs_it(monkeypatch):
+    import spacy
+
+    def not_installed(name, *args, **kwargs):
+        raise OSError(f"[E050] Can't find model '{name}'")
+
+    monkeypatch.setattr(spacy, "load", not_installed)
+    with pytest.raises(ParserModelNotFoundError, match=r"pip install -e '\.\[teacher_cs\]'"):
+        parser_spec.load_parser("spacy:cs_core_news_sm")

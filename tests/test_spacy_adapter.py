@@ -1,5 +1,6 @@
 """Tests for syntax_t2t.parsing.spacy_adapter (and joined_tree, which it uses)."""
 
+import importlib.util
 import itertools
 import shutil
 
@@ -157,3 +158,14 @@ def test_pipelines_without_a_recorded_root_label_get_uds(untrained, vocab):
     assert parser.fingerprint(pretokenized=True)["root_label"] == "root"
     doc = Doc(vocab, words=["Pes", "běží"], heads=[1, 1], deps=["nsubj", "ROOT"])
     assert tree_from_doc(doc, parser.root_label).labels == ("nsubj", "root")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cs_core_news_sm") is None,
+                    reason="the teacher extra is not installed: pip install -e '.[teacher_cs]'")
+def test_the_czech_teacher_gives_ud_roots_upos_and_no_xpos():
+    parser = load_parser("spacy:cs_core_news_sm")
+    (tree,) = parser.parse_texts(["Muž v modrém tričku stojí na žebříku."])
+    assert tree.tokens[-1] == "." and list(tree.heads).count(0) == 1
+    assert tree.labels[list(tree.heads).index(0)] == "root" and "ROOT" not in tree.labels
+    assert set(tree.xpos) == {"_"}  # no tagger
+    assert "VERB" in tree.upos

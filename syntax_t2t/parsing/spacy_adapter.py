@@ -39,6 +39,8 @@ SPACY_ROOT = "ROOT"
 META_KEY, ROOT_LABEL_KEY = "syntax_t2t", "root_label"
 #: The root label of pipelines that do not record theirs (UD's).
 UD_ROOT = "root"
+#: Pretrained pipelines that the toolkit's optional extras install (setup.cfg).
+EXTRAS = {"cs_core_news_sm": "teacher_cs"}
 
 
 class SpacyParser(Parser):
@@ -143,6 +145,9 @@ def _install_hint(model: str, error: OSError) -> str:
         return (f"no spaCy pipeline in {model} ({error}). Train one there from UD CoNLL-U files with "
                 f"`{train.replace('MODEL_DIR', model)}`, or install a pretrained pipeline with "
                 f"`python -m spacy download NAME` and use --parser=spacy:NAME")
+    if model in EXTRAS:
+        return (f"spaCy pipeline {model!r} is not installed ({error}). It is the optional extra "
+                f"{EXTRAS[model]!r}: pip install -e '.[{EXTRAS[model]}]'")
     return (f"spaCy pipeline {model!r} is not installed ({error}). Install it with "
             f"`python -m spacy download {model}` (needs network access), or train a pipeline from "
             f"UD CoNLL-U files with `{train}` and use --parser=spacy:MODEL_DIR")
