@@ -246,6 +246,22 @@ def test_a_finished_run_is_archived_without_its_weights_and_restored_into_anothe
     assert archive.restore(other, there, str(tmp_path / "A")) is False
 
 
+def test_another_experiments_record_of_the_same_run_is_restored_and_says_so(tmp_path):
+    experiment = _experiment(train_steps=300, translation_tests=[
+        TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref")])
+    run = _finished_run_with_record(tmp_path / "G", experiment)
+    archive.store(runner.GridRunner(experiment, "short", str(tmp_path / "G"),
+                                    {"data_dir": str(tmp_path / "G")}), run, str(tmp_path / "A"))
+    # A later experiment with the same run (same problem, model, hparams, seed, budget).
+    later = runner.GridRunner(experiment, "pilot", str(tmp_path / "P"),
+                              {"data_dir": str(tmp_path / "D")})
+    there = runner.plan(experiment, str(tmp_path / "P"))[0]
+    assert archive.restore(later, there, str(tmp_path / "A")) is True
+    state = later.claim(there)
+    assert state["config"]["experiment"] == "pilot"
+    assert state["restored_from"]["experiment"] == "short"
+
+
 def test_unfinished_runs_are_not_archived_and_foreign_records_are_refused(tmp_path):
     experiment = _experiment(train_steps=300)
     grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),

@@ -26,7 +26,10 @@ A restored run is finished: it has no checkpoint, so it is neither decoded
 again nor continued (`--continue_from` trains such a run from scratch).
 Its configuration must be this grid's but for `data_dir`, which names a
 directory of the machine that trained it; the data there must be the same
-(`bin/datagen` with the same parser), which is the user's to ensure.
+(`bin/datagen` with the same parser), which is the user's to ensure. It may
+also come from another experiment (`REUSABLE_KEYS`): a record copied into
+this grid's archive from another's is restored when the run is the same run,
+and `grid.json` says where it came from.
 """
 
 import gzip
@@ -46,6 +49,11 @@ PLAIN_FILES = (runner.STATE_FILE, runner.SCORES_FILE, validation.HISTORY_FILE,
 COMPRESSED_FILES = ("train.log", "test.log")
 #: The configuration key that names a machine's directory, not the run.
 MACHINE_KEYS = ("data_dir",)
+#: What a restored record may differ in besides `MACHINE_KEYS`: the name of the
+#: experiment it was trained for. A run is its problem, model, hparams, seed and
+#: budget; another experiment's run of the same is the same run (e.g. the
+#: baseline of docs/results.md §0 reused by a later experiment on the same data).
+REUSABLE_KEYS = ("experiment",)
 
 
 def run_file(run, name):
@@ -171,7 +179,7 @@ def restore(grid_runner, run, archive_dir):
                 f"the record away to train the run afresh")
         return False
     theirs, ours = state.get("config", {}), grid_runner.config(run)
-    differences = runner.differing_keys(theirs, ours, ignore=MACHINE_KEYS)
+    differences = runner.differing_keys(theirs, ours, ignore=MACHINE_KEYS + REUSABLE_KEYS)
     if differences:
         raise runner.GridError(
             f"--archive_dir: {source} holds a run of another configuration (differs in "
@@ -179,6 +187,8 @@ def restore(grid_runner, run, archive_dir):
     state["config"] = ours
     state["restored_from"] = {"record": os.path.abspath(source),
                               **{key: theirs.get(key) for key in MACHINE_KEYS}}
+    if theirs.get("experiment") != ours["experiment"]:
+        state["restored_from"]["experiment"] = theirs.get("experiment")
     if os.path.isdir(run.directory) and set(os.listdir(run.directory)) <= {runner.LOCK_FILE}:
         shutil.rmtree(run.directory)  # a lock file alone: nothing of the run was written
     if not runner.install_copy(run, source, state):
