@@ -217,3 +217,41 @@ def test_a_one_seed_system_gets_a_t_test_with_the_pooled_sd_and_no_bootstrap_p(t
     assert set(c["per_seed_p"]) == {"1"} and set(b["per_seed_p"]) == {"1", "2"}
     assert [b["holm_p"], c["holm_p"]] == pytest.approx(multiple_testing.holm(
         [b["t_test"]["p_value"], c["t_test"]["p_value"]]))
+
+
+def test_the_pilot_and_the_confirmatory_experiment_follow_the_rules():
+    from syntax_t2t import registry
+
+    sizes = {"inputs": 100, "targets": 100, "deprel": 10, "upos": 10, "xpos": 10}
+    for name in ("multi30k_cs_en_pilot", "multi30k_cs_en_confirmatory",
+                 "multi30k_cs_en_relative_syntax"):
+        experiment = registry.experiment(name)
+        experiment_lib.check(experiment, name, sizes)  # builds every model
+        assert experiment.source_word_positions is False
+    pilot = registry.experiment("multi30k_cs_en_pilot")
+    confirmatory = registry.experiment("multi30k_cs_en_confirmatory")
+    assert len(confirmatory.comparisons()) == 4 == len(pilot.comparisons())
+    assert ("relative_tree_distance", "relative_tree_distance_random") in pilot.comparisons()
+    # The random-tree systems differ from theirs only in their data.
+    for experiment in (pilot, confirmatory):
+        tree, control = (experiment.system("relative_tree_distance"),
+                         experiment.system("relative_tree_distance_random"))
+        assert (tree.model, tree.hparams) == (control.model, control.hparams)
+        assert control.problem_options == "tree_source=random" and tree.data_dir is None
+    # The pilot's baselines are §0's runs: the same configuration but for the experiment's name.
+    record = registry.experiment("multi30k_cs_en_syntax_full_budget")
+    for name in ("transformer", "transformer_relative"):
+        assert pilot.system(name).hparams == record.system(name).hparams
+    assert (pilot.train_steps, pilot.early_stopping_patience, pilot.hparams_set) == (
+        record.train_steps, record.early_stopping_patience, record.hparams_set)
+    # Relative positions and TreeDistance in one model: both label kinds.
+    system = pilot.system("relative_tree_distance")
+    hparams = registry.hparams(pilot.hparams_set).parse(system.hparams)
+    model = registry.model(system.model)(hparams, sizes)
+    assert model.relative_label_vocab_sizes() == {"relative": 41}
+    assert "tree_distance" in model.tree_label_vocab_sizes()
+    # The confirmatory primary test is sealed, parsed from raw text; the secondary is open.
+    primary, secondary = confirmatory.translation_tests
+    assert (primary.name, primary.sealed, primary.raw_source) == ("test_2018_flickr", True, True)
+    assert (secondary.name, secondary.sealed) == ("test_2016_flickr", False)
+    assert len(confirmatory.seeds) == 20 and confirmatory.checkpoint == "average"
