@@ -2,11 +2,19 @@
 
 import math
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
+from layer_gradients import value_and_gradients
 
 from syntax_t2t.layers.blackout import BlackOut, blackout_loss, log1mexp
+
+pytestmark = pytest.mark.backends
+
+
+def numpy(value):
+    return ops.convert_to_numpy(value)
 
 
 def naive_blackout_loss(logits, target, samples, q):
@@ -36,12 +44,12 @@ def test_the_loss_equals_its_formula():
     targets = np.array([3, 1, 3, 6, 2])
     samples = np.array([1, 3, 3, 5, 0, 6])  # repeats, and targets among the samples
     losses = blackout_loss(
-        tf.constant(logits[np.arange(positions), targets], tf.float32),
-        tf.constant(logits[:, samples], tf.float32),
-        tf.constant(np.log(q[targets]), tf.float32), tf.constant(np.log(q[samples]), tf.float32),
-        tf.constant(samples[None, :] == targets[:, None]))
+        logits[np.arange(positions), targets].astype(np.float32),
+        logits[:, samples].astype(np.float32),
+        np.log(q[targets]).astype(np.float32), np.log(q[samples]).astype(np.float32),
+        samples[None, :] == targets[:, None])
     expected = [naive_blackout_loss(logits[n], targets[n], samples, q) for n in range(positions)]
-    np.testing.assert_allclose(losses.numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(numpy(losses), expected, rtol=1e-5)
 
 
 def test_with_every_other_word_sampled_once_under_uniform_q_it_is_the_softmax_loss():
@@ -51,24 +59,25 @@ def test_with_every_other_word_sampled_once_under_uniform_q_it_is_the_softmax_lo
     p = np.exp(logits) / np.exp(logits).sum()
     log_q = np.full(4, -math.log(4))
     target, samples = 2, np.array([0, 1, 3])
-    loss = blackout_loss(tf.constant([logits[target]], tf.float32),
-                         tf.constant([logits[samples]], tf.float32),
-                         tf.constant([log_q[target]], tf.float32),
-                         tf.constant(log_q[samples], tf.float32), tf.zeros([1, 3], tf.bool))
+    loss = blackout_loss(np.array([logits[target]], np.float32),
+                         np.array([logits[samples]], np.float32),
+                         np.array([log_q[target]], np.float32),
+                         log_q[samples].astype(np.float32), np.zeros([1, 3], bool))
     expected = -math.log(p[target]) - sum(math.log(1 - p[j]) for j in samples)
     assert float(loss[0]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_log1mexp_is_accurate_and_has_finite_gradients():
-    x = tf.constant([-1e-6, -1e-3, -0.5, -math.log(2), -1.0, -30.0, -math.inf], tf.float64)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = log1mexp(x)
+    # float32: the dtype the loss runs in (JAX has no float64 by default).
+    x = keras.Variable(np.array([-1e-6, -1e-3, -0.5, -math.log(2), -1.0, -30.0, -math.inf]),
+                       dtype="float32")
+    y = numpy(log1mexp(x))
     expected = [math.log(-math.expm1(v)) if v > -1 else math.log1p(-math.exp(v))
-                for v in x.numpy()[:-1]]
-    np.testing.assert_allclose(y.numpy()[:-1], expected, rtol=1e-5)
-    assert y.numpy()[-1] == 0.0
-    assert np.all(np.isfinite(tape.gradient(y, x).numpy()))
+                for v in numpy(x)[:-1].astype(np.float64)]
+    np.testing.assert_allclose(y[:-1], expected, rtol=1e-5)
+    assert y[-1] == 0.0
+    _, (gradient,) = value_and_gradients(lambda: ops.sum(log1mexp(x)), [x])
+    assert np.all(np.isfinite(numpy(gradient)))
 
 
 def make_layer(vocab=6, width=3, samples=4, beta=0.4, seed=1):
@@ -87,12 +96,13 @@ def test_the_layer_counts_targets_then_scores_its_samples_by_the_formula():
     states = rng.normal(size=(2, 3, 3)).astype(np.float32)
     targets = np.array([[1, 2, 0], [3, 1, 1]])  # 0 is padding
     samples = np.array([4, 1, 3, 3])
-    loss = layer.loss(tf.constant(states), tf.constant(targets), samples=samples)
+    loss = layer.loss(states, targets, samples=samples)
     counts = np.array([0, 8, 1, 3, 1, 0], np.float64)
-    np.testing.assert_array_equal(layer.unigram_counts.numpy(), counts)
+    np.testing.assert_array_equal(numpy(layer.unigram_counts), counts)
     q = np.where(counts > 0, counts ** 0.4, 0.0)
     q /= q.sum()
-    logits = states.reshape(-1, 3).astype(np.float64) @ layer.kernel.numpy().T + layer.bias.numpy()
+    logits = (states.reshape(-1, 3).astype(np.float64) @ numpy(layer.kernel).T
+              + numpy(layer.bias))
     flat_targets = targets.reshape(-1)
     expected = np.mean([naive_blackout_loss(logits[n], flat_targets[n], samples, q)
                         for n in range(flat_targets.size) if flat_targets[n] != 0])
@@ -102,7 +112,7 @@ def test_the_layer_counts_targets_then_scores_its_samples_by_the_formula():
 def test_samples_follow_the_unigram_distribution_raised_to_beta():
     layer = make_layer(vocab=5, beta=0.5)
     layer.unigram_counts.assign([0, 1, 4, 16, 0])  # q ~ 0, 1, 2, 4, 0
-    samples = layer.draw_samples(20_000).numpy()
+    samples = numpy(layer.draw_samples(20_000))
     frequencies = np.bincount(samples, minlength=5) / samples.size
     np.testing.assert_allclose(frequencies, [0, 1 / 7, 2 / 7, 4 / 7, 0], atol=0.015)
 
@@ -110,26 +120,29 @@ def test_samples_follow_the_unigram_distribution_raised_to_beta():
 def test_inference_uses_the_full_softmax_logits():
     layer = make_layer()
     states = np.random.default_rng(3).normal(size=(2, 4, 3)).astype(np.float32)
-    expected = states @ layer.kernel.numpy().T + layer.bias.numpy()
-    np.testing.assert_allclose(layer(tf.constant(states)).numpy(), expected, rtol=1e-5, atol=1e-5)
+    expected = states @ numpy(layer.kernel).T + numpy(layer.bias)
+    np.testing.assert_allclose(numpy(layer(states)), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_training_lowers_the_loss_and_raises_the_target_probability():
     layer = make_layer(vocab=8, width=4, samples=6)
-    states = tf.constant(np.random.default_rng(4).normal(size=(1, 4, 4)).astype(np.float32))
-    targets = tf.constant([[5, 2, 7, 1]])
-    optimizer = tf.keras.optimizers.SGD(0.5)
+    states = np.random.default_rng(4).normal(size=(1, 4, 4)).astype(np.float32)
+    targets = np.array([[5, 2, 7, 1]])
+    optimizer = keras.optimizers.SGD(0.5)
+    weights = [layer.kernel, layer.bias]
 
     def target_log_prob():
-        logits = layer(states)[0]
-        return float(tf.reduce_mean(tf.gather(tf.nn.log_softmax(logits), targets[0], batch_dims=1)))
+        log_probs = numpy(ops.log_softmax(layer(states)[0], axis=-1))
+        return float(np.mean(log_probs[np.arange(4), targets[0]]))
 
     before = target_log_prob()
+    # The counts and the sampler's seed change every step: the state the loss updates.
+    state = layer.non_trainable_variables
     for _ in range(30):
-        with tf.GradientTape() as tape:
-            loss = layer.loss(states, targets)
-        optimizer.apply(tape.gradient(loss, [layer.kernel, layer.bias]), [layer.kernel, layer.bias])
+        _, gradients = value_and_gradients(lambda: layer.loss(states, targets), weights, state)
+        optimizer.apply(gradients, weights)
     assert target_log_prob() > before + 0.5
+    assert numpy(layer.unigram_counts).sum() == 30 * 4
 
 
 def test_bad_settings_are_refused():

@@ -28,7 +28,7 @@ distribution of the training targets up to sampling noise.
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 PAD_ID = 0
 
@@ -37,13 +37,14 @@ def log1mexp(x):
     """`log(1 - exp(x))` for x <= 0, accurate for x near 0 and very negative x.
 
     Both branches only see inputs where they are finite, so neither
-    poisons the gradient of `tf.where` with NaN.
+    poisons the gradient of `where` with NaN.
     """
+    x = ops.convert_to_tensor(x)
     cut = -math.log(2.0)
     near_zero = x > cut
-    far = tf.math.log1p(-tf.exp(tf.where(near_zero, cut, x)))
-    near = tf.math.log(-tf.math.expm1(tf.minimum(tf.where(near_zero, x, cut), -1e-7)))
-    return tf.where(near_zero, near, far)
+    far = ops.log1p(-ops.exp(ops.where(near_zero, cut, x)))
+    near = ops.log(-ops.expm1(ops.minimum(ops.where(near_zero, x, cut), -1e-7)))
+    return ops.where(near_zero, near, far)
 
 
 def blackout_loss(target_logits, sample_logits, target_log_q, sample_log_q, sample_is_target):
@@ -61,12 +62,13 @@ def blackout_loss(target_logits, sample_logits, target_log_q, sample_log_q, samp
         float32 [N], `-log p~(i) - sum_j log(1 - p~(j))`.
     """
     target_scores = target_logits - target_log_q
-    sample_scores = tf.where(sample_is_target, -math.inf, sample_logits - sample_log_q[None, :])
-    log_normaliser = tf.reduce_logsumexp(
-        tf.concat([target_scores[:, None], sample_scores], axis=1), axis=1)
+    sample_scores = ops.where(sample_is_target, -math.inf, sample_logits - sample_log_q[None, :])
+    log_normaliser = ops.logsumexp(
+        ops.concatenate([target_scores[:, None], sample_scores], axis=1), axis=1)
     target_log_prob = target_scores - log_normaliser
-    negatives = tf.where(sample_is_target, 0.0, log1mexp(sample_scores - log_normaliser[:, None]))
-    return -(target_log_prob + tf.reduce_sum(negatives, axis=1))
+    negatives = ops.where(sample_is_target, 0.0,
+                          log1mexp(sample_scores - log_normaliser[:, None]))
+    return -(target_log_prob + ops.sum(negatives, axis=1))
 
 
 class BlackOut(keras.layers.Layer):
@@ -81,8 +83,8 @@ class BlackOut(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, vocab_size, num_samples, beta=0.4, kernel_initializer="zeros", seed=None,
-                 **kwargs):
+    def __init__(self, vocab_size: int, num_samples: int, beta: float = 0.4,
+                 kernel_initializer="zeros", seed: int | None = None, **kwargs):
         super().__init__(**kwargs)
         if num_samples < 1:
             raise ValueError(f"BlackOut needs at least one sample, got num_samples={num_samples}")
@@ -110,20 +112,21 @@ class BlackOut(keras.layers.Layer):
 
     def logits(self, inputs):
         """The full logits, float32 [..., V], of inputs [..., D]."""
-        logits = tf.matmul(inputs, tf.cast(self.kernel, inputs.dtype), transpose_b=True)
-        return tf.cast(logits, tf.float32) + tf.cast(self.bias, tf.float32)
+        logits = ops.matmul(inputs, ops.transpose(ops.cast(self.kernel, inputs.dtype)))
+        return ops.cast(logits, "float32") + ops.cast(self.bias, "float32")
 
     def noise_log_probs(self):
         """log q [V]: the unigram counts so far raised to `beta`, renormalised (-inf if unseen)."""
-        counts = tf.convert_to_tensor(self.unigram_counts)
-        powered = tf.where(counts > 0, self.beta * tf.math.log(tf.maximum(counts, 1.0)), -math.inf)
-        return powered - tf.reduce_logsumexp(powered)
+        counts = ops.convert_to_tensor(self.unigram_counts)
+        powered = ops.where(counts > 0, self.beta * ops.log(ops.maximum(counts, 1.0)), -math.inf)
+        return powered - ops.logsumexp(powered)
 
-    def draw_samples(self, num_samples=None):
+    def draw_samples(self, num_samples: int | None = None):
         """Word ids drawn with replacement from q: int32 [num_samples] (default K)."""
         num_samples = self.num_samples if num_samples is None else num_samples
-        return tf.reshape(keras.random.categorical(
-            self.noise_log_probs()[None, :], num_samples, seed=self.seed_generator), [-1])
+        return ops.reshape(keras.random.categorical(
+            self.noise_log_probs()[None, :], num_samples, seed=self.seed_generator,
+            dtype="int32"), [-1])
 
     def loss(self, inputs, targets, samples=None):
         """The BlackOut loss of a training batch; first counts its target words.
@@ -137,27 +140,28 @@ class BlackOut(keras.layers.Layer):
         Returns:
             float32 scalar: the mean loss over non-padding target tokens.
         """
-        targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
-        weights = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
+        targets = ops.reshape(ops.cast(targets, "int32"), [-1])
+        weights = ops.cast(ops.not_equal(targets, PAD_ID), "float32")
         self.unigram_counts.assign_add(
-            tf.math.unsorted_segment_sum(weights, targets, self.vocab_size))
+            ops.segment_sum(weights, targets, num_segments=self.vocab_size))
         log_q = self.noise_log_probs()
         samples = (self.draw_samples() if samples is None
-                   else tf.reshape(tf.cast(samples, tf.int32), [-1]))
+                   else ops.reshape(ops.cast(samples, "int32"), [-1]))
 
-        states = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])
-        kernel = tf.cast(self.kernel, states.dtype)
-        bias = tf.cast(self.bias, tf.float32)
-        target_logits = tf.cast(tf.reduce_sum(states * tf.gather(kernel, targets), axis=-1),
-                                tf.float32) + tf.gather(bias, targets)
-        sample_logits = tf.cast(tf.matmul(states, tf.gather(kernel, samples), transpose_b=True),
-                                tf.float32) + tf.gather(bias, samples)[None, :]
+        states = ops.reshape(inputs, [-1, inputs.shape[-1]])
+        kernel = ops.cast(self.kernel, states.dtype)
+        bias = ops.cast(self.bias, "float32")
+        target_logits = ops.cast(ops.sum(states * ops.take(kernel, targets, axis=0), axis=-1),
+                                 "float32") + ops.take(bias, targets)
+        sample_logits = ops.cast(
+            ops.matmul(states, ops.transpose(ops.take(kernel, samples, axis=0))),
+            "float32") + ops.take(bias, samples)[None, :]
         # Padding (never counted: log q = -inf) gets a finite stand-in; its weight is 0.
-        target_log_q = tf.where(weights > 0, tf.gather(log_q, targets), 0.0)
+        target_log_q = ops.where(weights > 0, ops.take(log_q, targets), 0.0)
         losses = blackout_loss(target_logits, sample_logits, target_log_q,
-                               tf.gather(log_q, samples),
-                               tf.equal(samples[None, :], targets[:, None]))
-        return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+                               ops.take(log_q, samples),
+                               ops.equal(samples[None, :], targets[:, None]))
+        return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
 
     def get_config(self):
         config = super().get_config()

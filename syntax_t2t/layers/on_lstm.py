@@ -20,12 +20,12 @@ the phrase sequence of each granularity ("phrase interaction").
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
-def cumax(logits, axis=-1):
+def cumax(logits, axis: int = -1):
     """Cumulative softmax: a monotone non-decreasing vector from 0 to 1."""
-    return tf.math.cumsum(tf.nn.softmax(logits, axis=axis), axis=axis)
+    return ops.cumsum(ops.softmax(logits, axis=axis), axis=axis)
 
 
 class ONLSTMCell(keras.layers.Layer):
@@ -39,7 +39,7 @@ class ONLSTMCell(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, units, chunk_size=1, kernel_initializer="glorot_uniform",
+    def __init__(self, units: int, chunk_size: int = 1, kernel_initializer="glorot_uniform",
                  recurrent_initializer="orthogonal", **kwargs):
         super().__init__(**kwargs)
         self.units = int(units)
@@ -64,15 +64,16 @@ class ONLSTMCell(keras.layers.Layer):
 
     def _expand(self, chunk_gates):
         """[B, num_chunks] -> [B, units]: every neuron of a chunk shares its master gate."""
-        return tf.repeat(chunk_gates, self.chunk_size, axis=-1)
+        return ops.repeat(chunk_gates, self.chunk_size, axis=-1)
 
     def gates(self, inputs, hidden):
         """Pre-activations split into (master forget, master input, f, i, o, candidate)."""
-        z = (tf.matmul(inputs, tf.cast(self.kernel, inputs.dtype))
-             + tf.matmul(hidden, tf.cast(self.recurrent_kernel, inputs.dtype))
-             + tf.cast(self.bias, inputs.dtype))
+        z = (ops.matmul(inputs, ops.cast(self.kernel, inputs.dtype))
+             + ops.matmul(hidden, ops.cast(self.recurrent_kernel, inputs.dtype))
+             + ops.cast(self.bias, inputs.dtype))
         chunks, units = self.num_chunks, self.units
-        return tf.split(z, [chunks, chunks, units, units, units, units], axis=-1)
+        ends = [chunks, 2 * chunks] + [2 * chunks + k * units for k in range(1, 5)]
+        return tuple(z[:, start:end] for start, end in zip([0] + ends[:-1], ends))
 
     def master_gates(self, inputs, hidden):
         """The master forget and input gates, each [B, units] in [0, 1]."""
@@ -85,10 +86,10 @@ class ONLSTMCell(keras.layers.Layer):
         master_forget = self._expand(cumax(master_forget))
         master_input = self._expand(1.0 - cumax(master_input))
         overlap = master_forget * master_input
-        forget = tf.sigmoid(forget) * overlap + (master_forget - overlap)
-        input_ = tf.sigmoid(input_) * overlap + (master_input - overlap)
-        cell = forget * cell + input_ * tf.tanh(candidate)
-        hidden = tf.sigmoid(output) * tf.tanh(cell)
+        forget = ops.sigmoid(forget) * overlap + (master_forget - overlap)
+        input_ = ops.sigmoid(input_) * overlap + (master_input - overlap)
+        cell = forget * cell + input_ * ops.tanh(candidate)
+        hidden = ops.sigmoid(output) * ops.tanh(cell)
         return hidden, [hidden, cell]
 
     def get_config(self):

@@ -19,20 +19,37 @@ trees come in the level-order encoding of `syntax_t2t.data.binary_tree`
 0..S-1 and phrase slot k is node S + k; each sentence lists its phrase
 nodes sorted by level (a word is at level 0, a phrase one above its higher
 child), then padding -1. All phrases of one level depend only on lower
-levels, so one step of a `tf.while_loop` computes a whole level of every
+levels, so one step of a loop computes a whole level of every
 sentence at once: each sentence gathers the window of its slots that holds
 that level, runs the cell on the gathered children and scatters the new
 states back. A level holds at most S // 2 phrases (their spans are disjoint
 and at least two words long), so the window, and every shape in the loop,
-is static: the loop compiles with XLA, and its length is the deepest tree
-of the batch, not the number of nodes.
+is static: the loop compiles with XLA. Its length is the deepest tree of
+the batch, not the number of nodes; under JAX, which differentiates loops
+of a static length only, it runs P steps (a level never exceeds the number
+of phrase slots P) and skips those above the deepest tree
+(`backend/loops.py`).
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+from syntax_t2t.backend.loops import bounded_fori_loop
 
 NUM_GATES = 5  # input, left forget, right forget, output, update
 PAD_NODE = -1
+
+
+def batch_gather(values, index):
+    """`values[b, index[b, w]]`: values [B, N, ...], index int [B, W] -> [B, W, ...].
+
+    One `take` over the flattened batch: unlike `take_along_axis`, it gathers
+    whole rows rather than one element per feature.
+    """
+    batch_size, num_rows = ops.shape(values)[0], ops.shape(values)[1]
+    flat = ops.reshape(values, (-1,) + tuple(values.shape[2:]))
+    offsets = ops.arange(batch_size, dtype="int32")[:, None] * num_rows
+    return ops.take(flat, ops.cast(index, "int32") + offsets, axis=0)
 
 
 class BinaryTreeLSTMCell(keras.layers.Layer):
@@ -47,7 +64,8 @@ class BinaryTreeLSTMCell(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, units, kernel_initializer="glorot_uniform", forget_bias=1.0, **kwargs):
+    def __init__(self, units: int, kernel_initializer="glorot_uniform", forget_bias: float = 1.0,
+                 **kwargs):
         super().__init__(**kwargs)
         self.units = int(units)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -62,8 +80,8 @@ class BinaryTreeLSTMCell(keras.layers.Layer):
 
         def bias_initializer(shape, dtype=None):
             # Gate order i, f_l, f_r, o, u: the two forget gates get forget_bias.
-            return tf.concat([tf.zeros([d]), tf.fill([2 * d], forget_bias),
-                              tf.zeros([2 * d])], axis=0)
+            return ops.concatenate([ops.zeros([d], dtype), ops.full([2 * d], forget_bias, dtype),
+                                    ops.zeros([2 * d], dtype)], axis=0)
 
         self.bias = self.add_weight(shape=(NUM_GATES * d,), name="bias",
                                     initializer=bias_initializer)
@@ -78,13 +96,15 @@ class BinaryTreeLSTMCell(keras.layers.Layer):
         Returns:
             `(h, c)`, each [..., d].
         """
-        children = tf.concat([left_h, right_h], axis=-1)
-        gates = tf.matmul(tf.reshape(children, [-1, 2 * self.units]), self.kernel) + self.bias
-        gates = tf.reshape(gates, tf.concat([tf.shape(left_h)[:-1], [NUM_GATES * self.units]], 0))
-        input_gate, left_forget, right_forget, output_gate, update = tf.split(gates, NUM_GATES, -1)
-        c = (tf.sigmoid(input_gate) * tf.tanh(update) + tf.sigmoid(left_forget) * left_c
-             + tf.sigmoid(right_forget) * right_c)
-        h = tf.sigmoid(output_gate) * tf.tanh(c)
+        children = ops.concatenate([left_h, right_h], axis=-1)
+        # A matmul over the last axis: any leading dimensions stay as they are.
+        gates = ops.matmul(children, ops.cast(self.kernel, children.dtype)) + ops.cast(
+            self.bias, children.dtype)
+        input_gate, left_forget, right_forget, output_gate, update = ops.split(
+            gates, NUM_GATES, axis=-1)
+        c = (ops.sigmoid(input_gate) * ops.tanh(update) + ops.sigmoid(left_forget) * left_c
+             + ops.sigmoid(right_forget) * right_c)
+        h = ops.sigmoid(output_gate) * ops.tanh(c)
         return h, c
 
     def get_config(self):
@@ -103,7 +123,8 @@ class BinaryTreeLSTM(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, units, kernel_initializer="glorot_uniform", forget_bias=1.0, **kwargs):
+    def __init__(self, units: int, kernel_initializer="glorot_uniform", forget_bias: float = 1.0,
+                 **kwargs):
         super().__init__(**kwargs)
         self.units = int(units)
         self.cell = BinaryTreeLSTMCell(units, kernel_initializer=kernel_initializer,
@@ -127,49 +148,53 @@ class BinaryTreeLSTM(keras.layers.Layer):
         Returns:
             `(phrase_h, phrase_c)`, each [B, P, d]; padding slots are zero.
         """
-        tree_left = tf.cast(tree_left, tf.int32)
-        tree_right = tf.cast(tree_right, tf.int32)
-        tree_level = tf.cast(tree_level, tf.int32)
-        batch_size = tf.shape(leaf_h)[0]
-        num_leaves = tf.shape(leaf_h)[1]
-        num_slots = tf.shape(tree_left)[1]
+        tree_left = ops.cast(tree_left, "int32")
+        tree_right = ops.cast(tree_right, "int32")
+        tree_level = ops.cast(tree_level, "int32")
+        batch_size, num_leaves = ops.shape(leaf_h)[0], ops.shape(leaf_h)[1]
+        num_slots = ops.shape(tree_left)[1]
         trash = num_leaves + num_slots  # where inactive window entries are written
-        width = tf.maximum(tf.minimum(num_slots, num_leaves // 2), 1)
-        offsets = tf.range(width)
-        rows = tf.broadcast_to(tf.range(batch_size)[:, None], [batch_size, width])
-        is_phrase = tree_left != PAD_NODE
-        num_levels = tf.reduce_max(tf.concat([tf.reshape(tree_level, [-1]), [0]], 0))
+        if isinstance(num_slots, int) and isinstance(num_leaves, int):
+            width = max(min(num_slots, num_leaves // 2), 1)  # static (JAX, known shapes)
+        else:
+            width = ops.maximum(ops.minimum(num_slots, num_leaves // 2), 1)
+        offsets = ops.arange(width, dtype="int32")
+        rows = ops.broadcast_to(ops.arange(batch_size, dtype="int32")[:, None],
+                                (batch_size, width))
+        is_phrase = ops.not_equal(tree_left, PAD_NODE)
+        num_levels = ops.max(ops.concatenate(
+            [ops.reshape(tree_level, [-1]), ops.zeros([1], "int32")], axis=0))
 
-        empty = tf.zeros(tf.stack([batch_size, num_slots + 1, self.units]), leaf_h.dtype)
-        node_h = tf.concat([leaf_h, empty], axis=1)
-        node_c = tf.concat([tf.cast(leaf_c, leaf_h.dtype), empty], axis=1)
+        empty = ops.zeros((batch_size, num_slots + 1, self.units), leaf_h.dtype)
+        nodes = (ops.concatenate([leaf_h, empty], axis=1),
+                 ops.concatenate([ops.cast(leaf_c, leaf_h.dtype), empty], axis=1))
 
-        def compute_level(level, node_h, node_c):
+        def compute_level(level, nodes):
+            node_h, node_c = nodes
             # A sentence's slots are sorted by level: this level starts after
             # the phrases of the lower ones.
-            start = tf.reduce_sum(tf.cast(is_phrase & (tree_level < level), tf.int32), axis=1)
+            start = ops.sum(ops.cast(is_phrase & (tree_level < level), "int32"), axis=1)
             slots = start[:, None] + offsets[None, :]
             in_range = slots < num_slots
-            slots = tf.minimum(slots, num_slots - 1)
-            active = in_range & tf.equal(tf.gather(tree_level, slots, batch_dims=1), level)
-            left = tf.where(active, tf.gather(tree_left, slots, batch_dims=1), 0)
-            right = tf.where(active, tf.gather(tree_right, slots, batch_dims=1), 0)
-            h, c = self.cell(tf.gather(node_h, left, batch_dims=1),
-                             tf.gather(node_c, left, batch_dims=1),
-                             tf.gather(node_h, right, batch_dims=1),
-                             tf.gather(node_c, right, batch_dims=1))
-            targets = tf.stack([rows, tf.where(active, num_leaves + slots, trash)], axis=-1)
-            node_h = tf.tensor_scatter_nd_update(node_h, targets, tf.cast(h, node_h.dtype))
-            node_c = tf.tensor_scatter_nd_update(node_c, targets, tf.cast(c, node_c.dtype))
-            return level + 1, node_h, node_c
+            slots = ops.minimum(slots, num_slots - 1)
+            active = in_range & ops.equal(batch_gather(tree_level, slots), level)
+            left = ops.where(active, batch_gather(tree_left, slots), 0)
+            right = ops.where(active, batch_gather(tree_right, slots), 0)
+            h, c = self.cell(batch_gather(node_h, left), batch_gather(node_c, left),
+                             batch_gather(node_h, right), batch_gather(node_c, right))
+            targets = ops.reshape(ops.stack(
+                [rows, ops.where(active, num_leaves + slots, trash)], axis=-1), (-1, 2))
+            node_h = ops.scatter_update(node_h, targets,
+                                        ops.reshape(ops.cast(h, node_h.dtype), (-1, self.units)))
+            node_c = ops.scatter_update(node_c, targets,
+                                        ops.reshape(ops.cast(c, node_c.dtype), (-1, self.units)))
+            return node_h, node_c
 
-        _, node_h, node_c = tf.while_loop(
-            lambda level, *_: level <= num_levels, compute_level,
-            (tf.constant(1, tf.int32), node_h, node_c),
-            # A level is at most the number of phrases: bounds the loop for XLA's gradient.
-            maximum_iterations=num_slots)
-        phrases = slice(None), slice(num_leaves, num_leaves + num_slots)
-        return node_h[phrases], node_c[phrases]
+        # A level is at most the number of phrases: the bound both backends' gradients need.
+        node_h, node_c = bounded_fori_loop(1, num_levels + 1, compute_level, nodes,
+                                           maximum_iterations=num_slots)
+        end = num_leaves + num_slots
+        return node_h[:, num_leaves:end], node_c[:, num_leaves:end]
 
     def get_config(self):
         config = super().get_config()
@@ -195,9 +220,9 @@ def root_states(leaf_states, phrase_states, tree_left, num_leaves):
     Returns:
         [B, d].
     """
-    num_phrases = tf.reduce_sum(tf.cast(tf.not_equal(tree_left, PAD_NODE), tf.int32), axis=1)
-    last_phrase = tf.gather(phrase_states, tf.maximum(num_phrases - 1, 0), batch_dims=1)
+    num_phrases = ops.sum(ops.cast(ops.not_equal(tree_left, PAD_NODE), "int32"), axis=1)
+    last_phrase = batch_gather(phrase_states, ops.maximum(num_phrases - 1, 0)[:, None])[:, 0]
     first_leaf = leaf_states[:, 0]
-    num_leaves = tf.cast(num_leaves, tf.int32)
-    root = tf.where((num_phrases > 0)[:, None], last_phrase, first_leaf)
-    return tf.where((num_leaves > 0)[:, None], root, tf.zeros_like(root))
+    num_leaves = ops.cast(num_leaves, "int32")
+    root = ops.where((num_phrases > 0)[:, None], last_phrase, first_leaf)
+    return ops.where((num_leaves > 0)[:, None], root, ops.zeros_like(root))
