@@ -3,17 +3,20 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
+from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import tree_labels
 from syntax_t2t.models.dep_parse import DepParse
 from syntax_t2t.models.spec_dep import SpecDep
 from syntax_t2t.models.transformer import shift_right
 from syntax_t2t.models.tree_traversal import TreeTraversal
+
+pytestmark = pytest.mark.backends
 
 MODELS = ("transformer", "tree_distance", "tree_traversal", "spec_pos", "spec_dep",
           "dep_parse", "diagonal_parse")
@@ -47,11 +50,15 @@ def make_batch(seed=0, source_length=7, target_length=6):
     targets[0, 3:] = [1, 0, 0]
     targets[2, 4:] = [1, 0]
     features = {"inputs": inputs, "targets": targets, "src_heads": heads, **tags}
-    return {key: tf.constant(value) for key, value in features.items()}
+    return {key: ops.convert_to_tensor(value) for key, value in features.items()}
 
 
 def only(features, keys):
     return {key: features[key] for key in keys}
+
+
+def dtype(tensor):
+    return keras.backend.standardize_dtype(tensor.dtype)
 
 
 def build(name, overrides="", set_name="transformer_tiny"):
@@ -68,12 +75,12 @@ def test_forward_with_exactly_the_declared_features(name):
     features = make_batch()
     outputs = model(only(features, model.train_features))
     assert outputs["logits"].shape == (3, 6, VOCAB_SIZES["targets"])
-    assert outputs["logits"].dtype == tf.float32
+    assert dtype(outputs["logits"]) == "float32"
     result = model.compute_losses(only(features, model.train_features), outputs)
     is_parser = name.endswith("_parse")
     assert set(result) == ({"nmt", "parse", "total"} if is_parser else {"nmt", "total"})
     for value in result.values():
-        assert value.shape == () and value.dtype == tf.float32 and np.isfinite(value)
+        assert value.shape == () and dtype(value) == "float32" and np.isfinite(value)
     if is_parser:
         assert outputs["parse_logits"].shape == (3, 8, 8)  # <ROOT>-prefixed source
         assert float(result["total"]) == pytest.approx(
@@ -105,9 +112,9 @@ def test_declared_features():
 
 
 def changes_logits(model, features, key, new_value):
-    before = model(features)["logits"]
-    after = model(dict(features, **{key: tf.constant(new_value, tf.int32)}))["logits"]
-    return float(tf.reduce_max(tf.abs(after - before))) > 1e-5
+    before = ops.convert_to_numpy(model(features)["logits"])
+    after = model(dict(features, **{key: ops.convert_to_tensor(new_value, "int32")}))["logits"]
+    return float(np.max(np.abs(ops.convert_to_numpy(after) - before))) > 1e-5
 
 
 @pytest.mark.parametrize("name,key,uses", [
@@ -123,7 +130,7 @@ def changes_logits(model, features, key, new_value):
 def test_which_syntax_features_change_the_translation(name, key, uses):
     model = build(name)
     features = make_batch()
-    new_value = features[key].numpy().copy()
+    new_value = ops.convert_to_numpy(features[key]).copy()
     if key == "src_heads":
         new_value[1, :5] = [0, 1, 2, 3, 4]  # a chain instead of the gold tree
     else:
@@ -134,7 +141,7 @@ def test_which_syntax_features_change_the_translation(name, key, uses):
 def test_spec_pos_reads_the_chosen_tag_set():
     model = build("spec_pos", "pos=upos")
     features = make_batch()
-    upos = features["src_upos"].numpy()
+    upos = ops.convert_to_numpy(features["src_upos"]).copy()
     upos[0, :3] = [5, 5, 6]
     assert changes_logits(model, features, "src_upos", upos)
     assert not changes_logits(model, features, "src_xpos", np.zeros((3, 7)))
@@ -172,8 +179,8 @@ def test_parse_loss_is_cross_entropy_of_the_attention_rows(name):
     model = build(name, "parse_layer=1,parse_head=1")
     features = make_batch()
     outputs = model(features, return_attention=True)
-    probs = outputs["attention"][1][:, 1].numpy()  # layer 1, head 1: [B, S+1, S+1]
-    np.testing.assert_allclose(tf.nn.softmax(outputs["parse_logits"]), probs, atol=1e-6)
+    probs = ops.convert_to_numpy(outputs["attention"][1][:, 1])  # layer 1, head 1: [B, S+1, S+1]
+    np.testing.assert_allclose(ops.softmax(outputs["parse_logits"]), probs, atol=1e-6)
     terms = []
     for row, heads in enumerate(HEADS):
         gold = heads if name == "dep_parse" else list(range(len(heads)))
@@ -221,7 +228,7 @@ def test_bad_syntax_hparams_are_named(name, overrides, message):
 def test_cached_decoding_equals_full_recompute(name, overrides):
     model = build_everything() if name == "everything" else build(name, overrides)
     features = make_batch()
-    full = model(features)["logits"].numpy()
+    full = ops.convert_to_numpy(model(features)["logits"])
     memory = model.decoder_memory(model.encode(only(features, model.decode_features)))
     cache = model.initial_decoder_cache(3, 6)
     decoder_inputs = shift_right(features["targets"])
@@ -233,9 +240,8 @@ def test_cached_decoding_equals_full_recompute(name, overrides):
 
 def train_step(model, features, optimizer=None):
     """One step of the trainer's recipe: forward, losses, gradients, update."""
-    with tf.GradientTape() as tape:
-        losses = model.compute_losses(features, model(features, training=True))
-    gradients = tape.gradient(losses["total"], model.trainable_variables)
+    _, losses, gradients = value_and_gradients(model, model.compute_losses, features,
+                                               training=True)
     if optimizer is not None:
         optimizer.apply(gradients, model.trainable_variables)
     return losses, gradients
@@ -299,15 +305,43 @@ def test_mixed_precision_forward_and_backward(policy):
     assert all(variable.dtype == "float32" for variable in model.trainable_variables)
     features = make_batch()
     outputs = model(features, return_attention=True)
-    assert model.encode(features)["outputs"].dtype == compute_dtype
+    assert dtype(model.encode(features)["outputs"]) == compute_dtype
     for key in ("logits", "parse_logits"):
-        assert outputs[key].dtype == tf.float32
-    assert outputs["attention"][0].dtype == tf.float32
+        assert dtype(outputs[key]) == "float32"
+    assert dtype(outputs["attention"][0]) == "float32"
     losses, gradients = train_step(model, features)
     for value in losses.values():
-        assert value.dtype == tf.float32 and np.isfinite(value)
-    assert all(g is not None and np.isfinite(tf.convert_to_tensor(g).numpy()).all()
-               for g in gradients)
+        assert dtype(value) == "float32" and np.isfinite(value)
+    assert all(g is not None and np.isfinite(ops.convert_to_numpy(g)).all() for g in gradients)
+
+
+def compiled_train_step(model):
+    """`train_step` without an update, compiled with XLA the way the backend compiles a step.
+
+    TensorFlow: `tf.function(jit_compile=True)` around the taped step.
+    JAX: `jax.jit` of a pure function of the variables' values
+    (`stateless_call`), as a JAX trainer runs it; shapes are static there, so
+    this also shows that the model needs no data-dependent shape.
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(lambda batch: train_step(model, batch), jit_compile=True)
+    import jax
+
+    def step(trainable, non_trainable, batch):
+        def total(values):
+            outputs, _ = model.stateless_call(values, non_trainable, batch, training=True)
+            losses = model.compute_losses(batch, outputs)
+            return losses["total"], losses
+
+        (_, losses), gradients = jax.value_and_grad(total, has_aux=True)(trainable)
+        return losses, gradients
+
+    jitted = jax.jit(step)
+    trainable = [variable.value for variable in model.trainable_variables]
+    non_trainable = [variable.value for variable in model.non_trainable_variables]
+    return lambda batch: jitted(trainable, non_trainable, batch)
 
 
 @pytest.mark.slow
@@ -316,10 +350,9 @@ def test_train_step_under_xla(policy):
     model = build_everything(policy)
     features = make_batch()
     eager_losses, _ = train_step(model, features)
-    compiled = tf.function(lambda batch: train_step(model, batch), jit_compile=True)
-    losses, gradients = compiled(features)
+    losses, gradients = compiled_train_step(model)(features)
     tolerance = 1e-4 if policy == "float32" else 5e-2
     for key, value in losses.items():
-        assert value.dtype == tf.float32
+        assert dtype(value) == "float32"
         assert float(value) == pytest.approx(float(eager_losses[key]), rel=tolerance)
-    assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in gradients)
+    assert all(np.isfinite(ops.convert_to_numpy(g)).all() for g in gradients)

@@ -2,9 +2,10 @@
 
 import math
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 from syntax_t2t import registry
@@ -16,6 +17,8 @@ from syntax_t2t.layers.feed_forward import FeedForward
 from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding, sinusoidal_signal
 from syntax_t2t.models import losses
 from syntax_t2t.models.transformer import Transformer, shift_right
+
+pytestmark = pytest.mark.backends
 
 VOCAB_SIZES = {"inputs": 23, "targets": 19, "deprel": 9, "upos": 9, "xpos": 9}
 
@@ -34,7 +37,23 @@ def batch(rng, batch_size=3, source_length=6, target_length=5):
     targets[0, 2:] = [1, 0, 0]
     inputs[1, -1] = 1
     targets[1, -1] = 1
-    return {"inputs": tf.constant(inputs, tf.int32), "targets": tf.constant(targets, tf.int32)}
+    return {"inputs": ops.convert_to_tensor(inputs, "int32"),
+            "targets": ops.convert_to_tensor(targets, "int32")}
+
+
+def to_numpy(tensor):
+    return ops.convert_to_numpy(tensor)
+
+
+def compiled(function):
+    """`function` compiled the way the backend compiles a decoding step: a TF graph, a JAX jit."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function)
+    import jax
+
+    return jax.jit(function)
 
 
 @pytest.fixture
@@ -47,7 +66,7 @@ def rng():
 
 
 def test_sinusoidal_signal_matches_t2t_formula():
-    signal = sinusoidal_signal(5, 8, start=2).numpy()
+    signal = to_numpy(sinusoidal_signal(5, 8, start=2))
     increment = math.log(1.0e4) / 3
     for row, position in enumerate(range(2, 7)):
         for i in range(4):
@@ -57,7 +76,7 @@ def test_sinusoidal_signal_matches_t2t_formula():
     # Position 0: sines 0, cosines 1; odd widths get a zero last channel.
     np.testing.assert_allclose(sinusoidal_signal(1, 7)[0], [0, 0, 0, 1, 1, 1, 0], atol=1e-7)
     layer = SinusoidalPositionEncoding()
-    zeros = tf.zeros([2, 5, 8])
+    zeros = np.zeros([2, 5, 8], np.float32)
     np.testing.assert_allclose(layer(zeros, start=2)[1], signal, atol=1e-6)
 
 
@@ -65,7 +84,7 @@ def test_token_embedding_scales_zeroes_padding_and_ties_the_softmax():
     layer = TokenEmbedding(10, 4)
     layer.build()
     table = layer.embeddings.numpy()
-    vectors = layer(tf.constant([[3, 0, 7]])).numpy()
+    vectors = to_numpy(layer(np.array([[3, 0, 7]], np.int32)))
     np.testing.assert_allclose(vectors[0, 0], table[3] * 2.0, rtol=1e-6)
     np.testing.assert_array_equal(vectors[0, 1], np.zeros(4))
     hidden = np.arange(8, dtype="float32").reshape(2, 4)
@@ -89,7 +108,7 @@ def test_encoder_layer_is_pre_norm_with_residuals(rng):
     for norm in (layer.attention_norm, layer.feed_forward_norm):
         norm.gamma.assign(rng.normal(size=8).astype("float32"))
     x = rng.normal(size=(2, 4, 8)).astype("float32")
-    mask = masks.key_padding_mask(tf.constant([[5, 5, 1, 0], [5, 5, 5, 1]]))
+    mask = masks.key_padding_mask(np.array([[5, 5, 1, 0], [5, 5, 5, 1]], np.int32))
     attended, _ = layer.self_attention(layer.attention_norm(x), attention_mask=mask)
     middle = x + attended
     expected = middle + layer.feed_forward(layer.feed_forward_norm(middle))
@@ -146,7 +165,7 @@ def test_logits_shape_dtype_and_parameter_count(rng):
     features = batch(rng)
     outputs = model(features)
     assert outputs["logits"].shape == (3, 5, VOCAB_SIZES["targets"])
-    assert outputs["logits"].dtype == tf.float32
+    assert keras.backend.standardize_dtype(outputs["logits"].dtype) == "float32"
     d, f, layers = hp.hidden_size, hp.filter_size, hp.num_encoder_layers
     attention = 4 * d * d
     ffn = d * f + f + f * d + d
@@ -161,37 +180,39 @@ def test_logits_shape_dtype_and_parameter_count(rng):
 def test_decoder_is_causal_and_shifted(rng):
     model = Transformer(tiny_hparams(), VOCAB_SIZES)
     features = batch(rng)
-    logits = model(features)["logits"].numpy()
-    changed = dict(features, targets=tf.concat(
-        [features["targets"][:, :3], tf.fill([3, 2], 7)], axis=1))
-    new_logits = model(changed)["logits"].numpy()
+    logits = to_numpy(model(features)["logits"])
+    targets = to_numpy(features["targets"]).copy()
+    targets[:, 3:] = 7
+    changed = dict(features, targets=ops.convert_to_tensor(targets))
+    new_logits = to_numpy(model(changed)["logits"])
     # Logits at position t see targets < t only (teacher forcing with a shift).
     np.testing.assert_allclose(new_logits[:, :4], logits[:, :4], rtol=1e-5, atol=1e-5)
     assert np.abs(new_logits[:, 4] - logits[:, 4]).max() > 1e-4
-    np.testing.assert_array_equal(shift_right(tf.constant([[5, 6, 1]])), [[0, 5, 6]])
+    np.testing.assert_array_equal(shift_right(np.array([[5, 6, 1]], np.int32)), [[0, 5, 6]])
 
 
 def test_source_padding_does_not_change_logits(rng):
     model = Transformer(tiny_hparams("max_relative_position=3"), VOCAB_SIZES)
     features = batch(rng)
-    padded = dict(features, inputs=tf.pad(features["inputs"], [[0, 0], [0, 3]]))
+    padded = dict(features, inputs=ops.pad(features["inputs"], [[0, 0], [0, 3]]))
     np.testing.assert_allclose(model(padded)["logits"], model(features)["logits"],
                                rtol=1e-5, atol=1e-5)
 
 
 def test_without_positions_the_encoder_ignores_word_order(rng):
     """position_encoding=none and no relative positions: a bag of words (why T2T adds them)."""
-    features = {"inputs": tf.constant([[5, 6, 7, 8, 1]])}
+    inputs = np.array([[5, 6, 7, 8, 1]], np.int32)
     permutation = [2, 0, 3, 1, 4]
-    permuted = {"inputs": tf.gather(features["inputs"], permutation, axis=1)}
+    features = {"inputs": ops.convert_to_tensor(inputs)}
+    permuted = {"inputs": ops.convert_to_tensor(inputs[:, permutation])}
     bag = Transformer(tiny_hparams("position_encoding=none"), VOCAB_SIZES)
-    np.testing.assert_allclose(tf.gather(bag.encode(features)["outputs"], permutation, axis=1),
+    np.testing.assert_allclose(to_numpy(bag.encode(features)["outputs"])[:, permutation],
                                bag.encode(permuted)["outputs"], rtol=1e-5, atol=1e-5)
     for overrides in ("position_encoding=sinusoid",
                       "position_encoding=none,max_relative_position=2"):
         ordered = Transformer(tiny_hparams(overrides), VOCAB_SIZES)
-        difference = (tf.gather(ordered.encode(features)["outputs"], permutation, axis=1)
-                      - ordered.encode(permuted)["outputs"])
+        difference = (to_numpy(ordered.encode(features)["outputs"])[:, permutation]
+                      - to_numpy(ordered.encode(permuted)["outputs"]))
         assert np.abs(difference).max() > 1e-3
 
 
@@ -203,18 +224,20 @@ def test_without_positions_the_encoder_ignores_word_order(rng):
 def test_cached_decoding_equals_full_recompute(rng, overrides):
     model = Transformer(tiny_hparams(overrides), VOCAB_SIZES)
     features = batch(rng)
-    full = model(features)["logits"].numpy()
+    full = to_numpy(model(features)["logits"])
     encoded = model.encode(features)
     memory = model.decoder_memory(encoded)
     cache = model.initial_decoder_cache(3, 5)
     decoder_inputs = shift_right(features["targets"])
 
-    @tf.function
+    # One compiled step for every position: the position is a tensor, not a constant.
+    @compiled
     def step(ids, position, cache):
         return model.decode_step(ids, position, cache, memory)
 
     for position in range(5):
-        logits, cache = step(decoder_inputs[:, position], tf.constant(position), cache)
+        logits, cache = step(decoder_inputs[:, position],
+                             ops.convert_to_tensor(position, "int32"), cache)
         np.testing.assert_allclose(logits, full[:, position], rtol=1e-4, atol=1e-4)
 
 
@@ -239,10 +262,11 @@ def test_return_attention(rng):
     model = Transformer(tiny_hparams(), VOCAB_SIZES)
     attention = model(batch(rng), return_attention=True)["attention"]
     assert len(attention) == 2
-    assert attention[0].shape == (3, 2, 6, 6) and attention[0].dtype == tf.float32
-    np.testing.assert_allclose(tf.reduce_sum(attention[1], -1), np.ones((3, 2, 6)), rtol=1e-5)
+    assert attention[0].shape == (3, 2, 6, 6)
+    assert keras.backend.standardize_dtype(attention[0].dtype) == "float32"
+    np.testing.assert_allclose(to_numpy(attention[1]).sum(-1), np.ones((3, 2, 6)), rtol=1e-5)
     # Padded keys of sentence 0 (positions 4, 5) get no attention.
-    assert float(tf.reduce_max(attention[0][0, :, :, 4:])) < 1e-6
+    assert float(to_numpy(attention[0])[0, :, :, 4:].max()) < 1e-6
 
 
 @pytest.mark.parametrize("overrides,message", [
