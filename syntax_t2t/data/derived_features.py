@@ -54,3 +54,41 @@ class DerivedFeatures:
                 derived[key] = value
             return derived
         return dataset.map(add, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def require_derived(features: Mapping[str, object], keys: Sequence[str], model_name: str,
+                    sources: Sequence[str], attribute: str = "derived_features") -> None:
+    """Raises a `KeyError` that says how to add the derived `keys` a batch lacks.
+
+    Args:
+        features: the batch a model was called with.
+        keys: the derived features the model reads from it.
+        model_name: names the model in the message.
+        sources: the batch features they are derived from.
+        attribute: the model's `DerivedFeatures` attribute that computes them.
+    """
+    missing = [key for key in keys if key not in features]
+    if missing:
+        raise KeyError(
+            f"model {model_name} needs the batch features {', '.join(missing)}, which its "
+            f"`{attribute}` compute from {', '.join(sources)} on the host (the trainer and the "
+            f"decoder add them; elsewhere use `batch.update(model.{attribute}.compute(batch))`)")
+
+
+def decoding_derived_features(model: object) -> DerivedFeatures | None:
+    """The features `model` derives on the host for decoding, or None.
+
+    A model whose training derivations read targets (NSD's target distances)
+    names its decoding ones `decode_derived_features`; otherwise decoding
+    derives what training does (`derived_features`).
+    """
+    return getattr(model, "decode_derived_features", getattr(model, "derived_features", None))
+
+
+def with_derived_features(model: object, batch: Mapping[str, np.ndarray]) -> dict:
+    """A padded NumPy decoding batch plus the features `model` derives from it."""
+    derived = decoding_derived_features(model)
+    batch = dict(batch)
+    if derived is not None:
+        batch.update(derived.compute(batch))
+    return batch

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 from absl import logging
 
+from syntax_t2t.data.derived_features import decoding_derived_features
 from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR
 from syntax_t2t.decoding.fast_decode import make_decode_function, make_forced_score_function
 from syntax_t2t.decoding.inputs import SourceSentence
@@ -120,10 +121,9 @@ class Decoder:
         self.head_key = getattr(model, "head_logits_key", ROOT_PREFIXED_KEY)
         self.feature_keys = sorted(model.decode_features)
         self.length_multiple = 8 if jit_compile else 1
-        # Features the model computes with NumPy (pipeline.DerivedFeatures);
-        # a model whose training derivations read targets names its decoding ones.
-        self._derived = getattr(model, "decode_derived_features",
-                                getattr(model, "derived_features", None))
+        # Features the model derives on the host with NumPy (data/derived_features.py),
+        # added to every padded batch: the model never computes them itself.
+        self._derived = decoding_derived_features(model)
         derived_keys = list(self._derived.keys) if self._derived is not None else []
         self._batch_keys = self.feature_keys + derived_keys
         self._decode = make_decode_function(model, self._batch_keys, hparams.beam_size,

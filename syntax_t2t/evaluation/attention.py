@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from syntax_t2t.data.derived_features import with_derived_features
 from syntax_t2t.decoding.decoder import pad_batch
 
 BIN_EDGES = np.linspace(0.0, 1.0, 11)
@@ -51,7 +52,8 @@ def encoder_attention(model, problem, sources: Sequence, batch_size: int = 32) -
     for start in range(0, len(sources), batch_size):
         chunk = sources[start:start + batch_size]
         encoded = [problem.encode_source(source) for source in chunk]
-        batch = pad_batch(encoded, keys)
+        # Derived features (MG-SA's partitions, NSD's distances) are the host's to add.
+        batch = with_derived_features(model, pad_batch(encoded, keys))
         attention = [layer.numpy() for layer in model.encode(batch, return_attention=True)["attention"]]
         for row, (source, features) in enumerate(zip(chunk, encoded)):
             words = tuple(getattr(source, "tokens", source))

@@ -16,6 +16,7 @@ what an encoder or decoder layer computes is refused.
 
 from typing import Optional
 
+from syntax_t2t.data.derived_features import decoding_derived_features
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.models.transformer import RELATIVE, Transformer
 
@@ -33,8 +34,8 @@ def saved_model_refusal(model, problem, settings) -> Optional[str]:
     if needs:
         return (f"model {name} decodes from {', '.join(needs)} besides the source tokens; the "
                 f"serving signature takes token strings only")
-    if getattr(model, "decode_derived_features", getattr(model, "derived_features", None)):
-        return f"model {name} computes decoding features in NumPy, outside the graph"
+    if decoding_derived_features(model) is not None:
+        return f"model {name} derives decoding features in NumPy on the host, outside the graph"
     if getattr(problem, "subwords", None):
         return (f"problem {problem.name} splits words into subwords in Python; the serving "
                 f"signature looks whole tokens up")
