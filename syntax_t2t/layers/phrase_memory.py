@@ -15,7 +15,8 @@ once (one granularity per group of phrase heads):
    sequence of each granularity.
 
 Everything is batched: phrases are segments of a flat [B * G * S] index
-(TensorFlow's unsorted segment operations, which drop the -1 tokens), and
+(unsorted segment operations, which drop the -1 tokens; their number of
+segments is static wherever the shapes are, as JAX needs), and
 the LSTM composition runs one recurrence over the whole sentence that resets
 its state where a phrase starts. The memory has S slots per granularity (a
 sentence never has more phrases than tokens): slot p holds phrase p, and
@@ -24,7 +25,7 @@ over phrases with the same key length as over words.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from syntax_t2t.layers.on_lstm import ONLSTMCell
 
@@ -35,7 +36,7 @@ INTERACTIONS = ("none", "lstm", "on_lstm")
 class _ResettingLSTMCell(keras.layers.Layer):
     """An LSTM cell whose state restarts from zero where the last input feature is 1."""
 
-    def __init__(self, units, **kwargs):
+    def __init__(self, units: int, **kwargs):
         super().__init__(**kwargs)
         self.cell = keras.layers.LSTMCell(units, dtype=self.dtype_policy, name="lstm_cell")
         self.state_size = self.cell.state_size
@@ -62,8 +63,8 @@ class PhraseMemory(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, hidden_size, num_granularities, composition="attention",
-                 interaction="none", chunk_size=8, **kwargs):
+    def __init__(self, hidden_size: int, num_granularities: int, composition: str = "attention",
+                 interaction: str = "none", chunk_size: int = 8, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = int(hidden_size)
         self.num_granularities = int(num_granularities)
@@ -112,7 +113,7 @@ class PhraseMemory(keras.layers.Layer):
             self.interactor.build(width)
         self.built = True
 
-    def call(self, inputs, phrase_ids, training=False, return_composition=False):
+    def call(self, inputs, phrase_ids, training: bool = False, return_composition: bool = False):
         """Builds the phrase memory.
 
         Args:
@@ -130,15 +131,16 @@ class PhraseMemory(keras.layers.Layer):
             [B, G, S, D] (the memory itself without interaction); slot p of
             granularity g holds phrase p, zeros where `mask` is False.
         """
-        inputs = tf.cast(inputs, self.compute_dtype)
-        phrase_ids = tf.cast(phrase_ids, tf.int32)
-        batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+        inputs = ops.cast(inputs, self.compute_dtype)
+        phrase_ids = ops.cast(phrase_ids, "int32")
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         groups = self.num_granularities
-        tokens = tf.reshape(tf.tile(inputs[:, None], [1, groups, 1, 1]), [-1, self.hidden_size])
-        offsets = tf.reshape(tf.range(batch * groups) * length, [batch, groups, 1])
-        segments = tf.reshape(tf.where(phrase_ids >= 0, phrase_ids + offsets, -1), [-1])
+        tokens = ops.reshape(ops.tile(inputs[:, None], [1, groups, 1, 1]), [-1, self.hidden_size])
+        offsets = ops.reshape(ops.arange(batch * groups, dtype="int32") * length,
+                              [batch, groups, 1])
+        segments = ops.reshape(ops.where(phrase_ids >= 0, phrase_ids + offsets, -1), [-1])
         num_segments = batch * groups * length
-        counts = tf.math.unsorted_segment_sum(tf.ones_like(segments), segments, num_segments)
+        counts = ops.segment_sum(ops.ones_like(segments), segments, num_segments)
         mask = counts > 0
         if self.composition == "lstm":
             phrases = self._lstm_last_states(tokens, phrase_ids, segments, num_segments, training)
@@ -146,50 +148,56 @@ class PhraseMemory(keras.layers.Layer):
             phrases = self._max_pool(tokens, segments, num_segments, mask)
             if self.composition == "attention":
                 phrases = self._attend_inside(tokens, phrases, segments, num_segments)
-        phrases = tf.where(mask[:, None], phrases, tf.zeros_like(phrases))
-        composed = tf.reshape(phrases, [batch * groups, length, self.hidden_size])
-        mask = tf.reshape(mask, [batch * groups, length])
+        phrases = ops.where(mask[:, None], phrases, ops.zeros_like(phrases))
+        composed = ops.reshape(phrases, [batch * groups, length, self.hidden_size])
+        mask = ops.reshape(mask, [batch * groups, length])
         memory = composed
         if self.interactor is not None:
             memory = self.interactor(composed, mask=mask, training=training)
-            memory = tf.where(mask[..., None], memory, tf.zeros_like(memory))
+            memory = ops.where(mask[..., None], memory, ops.zeros_like(memory))
         shape = [batch, groups, length, self.hidden_size]
-        result = (tf.reshape(memory, shape), tf.reshape(mask, [batch, groups, length]))
-        return result + (tf.reshape(composed, shape),) if return_composition else result
+        result = (ops.reshape(memory, shape), ops.reshape(mask, [batch, groups, length]))
+        return result + (ops.reshape(composed, shape),) if return_composition else result
 
     @staticmethod
     def _max_pool(tokens, segments, num_segments, mask):
-        pooled = tf.math.unsorted_segment_max(tokens, segments, num_segments)
-        # Empty segments hold the dtype's lowest value; zero them before any arithmetic.
-        return tf.where(mask[:, None], pooled, tf.zeros_like(pooled))
+        pooled = ops.segment_max(tokens, segments, num_segments)
+        # Empty segments hold the dtype's lowest value (or -inf); zero them before any arithmetic.
+        return ops.where(mask[:, None], pooled, ops.zeros_like(pooled))
 
     def _attend_inside(self, tokens, pooled, segments, num_segments):
         """Attention over each phrase's tokens, queried by the phrase's max-pooled vector."""
         queries = self.composer["query"](pooled)
         keys = self.composer["key"](tokens)
         values = self.composer["value"](tokens)
-        token_queries = tf.gather(queries, tf.maximum(segments, 0))
-        scores = tf.cast(tf.reduce_sum(token_queries * keys, axis=-1), tf.float32)
-        scores *= self.hidden_size ** -0.5
-        # Softmax within each segment; tokens in no phrase (segment -1) are dropped by the sums.
-        highest = tf.math.unsorted_segment_max(scores, segments, num_segments)
-        exps = tf.exp(scores - tf.gather(highest, tf.maximum(segments, 0)))
-        totals = tf.math.unsorted_segment_sum(exps, segments, num_segments)
-        weights = exps / tf.gather(tf.maximum(totals, 1e-9), tf.maximum(segments, 0))
-        weighted = tf.cast(weights, values.dtype)[:, None] * values
-        return tf.math.unsorted_segment_sum(weighted, segments, num_segments)
+        in_phrase = segments >= 0
+        phrase_of_token = ops.maximum(segments, 0)
+        token_queries = ops.take(queries, phrase_of_token, axis=0)
+        scores = ops.cast(ops.sum(token_queries * keys, axis=-1), "float32")
+        scores = scores * self.hidden_size ** -0.5
+        # Softmax within each segment; tokens in no phrase (segment -1) are dropped by the
+        # sums. They are shifted by their own score: exp(0) keeps them (and gradients) finite
+        # whatever the maximum of the segment they borrow.
+        highest = ops.segment_max(scores, segments, num_segments)
+        shift = ops.where(in_phrase, ops.take(highest, phrase_of_token, axis=0), scores)
+        exps = ops.exp(scores - shift)
+        totals = ops.segment_sum(exps, segments, num_segments)
+        weights = exps / ops.take(ops.maximum(totals, 1e-9), phrase_of_token, axis=0)
+        weighted = ops.cast(weights, values.dtype)[:, None] * values
+        return ops.segment_sum(weighted, segments, num_segments)
 
     def _lstm_last_states(self, tokens, phrase_ids, segments, num_segments, training):
         """The LSTM state at the last token of each phrase (the state restarts at each phrase)."""
-        sequences = tf.reshape(tokens, [-1, tf.shape(phrase_ids)[2], self.hidden_size])
-        ids = tf.reshape(phrase_ids, [-1, tf.shape(phrase_ids)[2]])
-        previous = tf.pad(ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
-        starts = tf.cast(tf.not_equal(ids, previous), sequences.dtype)[..., None]
-        states = self.composer(tf.concat([sequences, starts], axis=-1), training=training)
-        states = tf.reshape(states, [-1, self.hidden_size])
-        positions = tf.range(tf.shape(segments)[0])
-        last = tf.math.unsorted_segment_max(positions, segments, num_segments)
-        return tf.gather(states, tf.maximum(last, 0))
+        length = ops.shape(phrase_ids)[2]
+        sequences = ops.reshape(tokens, [-1, length, self.hidden_size])
+        ids = ops.reshape(phrase_ids, [-1, length])
+        previous = ops.pad(ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+        starts = ops.cast(ops.not_equal(ids, previous), sequences.dtype)[..., None]
+        states = self.composer(ops.concatenate([sequences, starts], axis=-1), training=training)
+        states = ops.reshape(states, [-1, self.hidden_size])
+        positions = ops.arange(ops.shape(segments)[0], dtype="int32")
+        last = ops.segment_max(positions, segments, num_segments)
+        return ops.take(states, ops.maximum(last, 0), axis=0)
 
     def get_config(self):
         config = super().get_config()

@@ -22,9 +22,10 @@ Partitions (`mgsa_partition`):
   `syntax_t2t.problem`).
 
 Syntactic partitions need Python, so the model declares them as
-`derived_features` (`data/pipeline.py`): the trainer adds them to each batch
-inside `tf.data`; without them (e.g. when decoding) the model computes them
-with `tf.numpy_function`. The `<EOS>` position belongs to no phrase.
+`derived_features` (`data/derived_features.py`), computed on the host: the
+trainer adds them to each batch inside `tf.data`, the decoder to each batch
+it pads; a batch without them is refused, never completed inside the model.
+The `<EOS>` position belongs to no phrase.
 
 Phrase-tag supervision (`mgsa_tag_loss_weight`, the seed's lambda = 0.001;
 0 turns it off): a softmax layer on the bottom MG-SA layer's composed
@@ -38,16 +39,18 @@ the translation loss. With bracketed trees a constituent's label is its own
 (NP, VP: `const` vocabulary ids, `const + V_upos`), a single word's its UPOS.
 """
 
+from typing import Any, Mapping, Sequence
+
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from syntax_t2t import registry
 from syntax_t2t.data import phrases as phrase_partitions
 from syntax_t2t.data.bracketed import tree_from_constituent_features
 from syntax_t2t.data.dependency_phrases import RULES as DEPENDENCY_RULES
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
-from syntax_t2t.data.pipeline import DerivedFeatures
+from syntax_t2t.data.derived_features import DerivedFeatures, require_derived
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
@@ -63,7 +66,8 @@ TAG_HEAD_KEY = "mgsa_tag_heads_{}"
 TAG_KIND_KEY = "mgsa_tag_kinds_{}"
 
 
-def phrase_head_groups(num_heads, word_heads, num_granularities):
+def phrase_head_groups(num_heads: int, word_heads: int,
+                       num_granularities: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Which heads attend over phrases, and the granularity of each.
 
     Args:
@@ -90,18 +94,18 @@ def phrase_head_groups(num_heads, word_heads, num_granularities):
     return phrase_heads, granularities
 
 
-def ngram_phrase_ids(source_ids, ngram_sizes):
+def ngram_phrase_ids(source_ids, ngram_sizes: Sequence[int]):
     """Batched n-gram partitions: int32 [B, G, S], -1 for `<EOS>` and padding.
 
     Args:
         source_ids: int [B, S] token ids, `<EOS>` (1) then padding (0).
         ngram_sizes: the n of each granularity.
     """
-    source_ids = tf.cast(source_ids, tf.int32)
+    source_ids = ops.cast(source_ids, "int32")
     words = source_ids > 1  # neither padding nor <EOS>
-    positions = tf.range(tf.shape(source_ids)[1])
-    ids = tf.stack([positions // n for n in ngram_sizes])[None]  # [1, G, S]
-    return tf.where(words[:, None, :], ids, -1)
+    positions = ops.arange(ops.shape(source_ids)[1], dtype="int32")
+    ids = ops.stack([positions // n for n in ngram_sizes])[None]  # [1, G, S]
+    return ops.where(words[:, None, :], ids, -1)
 
 
 # Kinds of phrase: none, a single word, a head's projection, a bracketed constituent.
@@ -118,8 +122,10 @@ def _phrase_head(label):
     return WORD, int(label)
 
 
-def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=None, *,
-                              rule="projection"):
+def syntactic_phrase_features(heads: np.ndarray, num_levels: int,
+                              starts: np.ndarray | None = None, ends: np.ndarray | None = None,
+                              labels: np.ndarray | None = None, *,
+                              rule: str = "projection") -> tuple[np.ndarray, ...]:
     """Syntactic partitions of a batch and what each phrase's tag is read from, with NumPy.
 
     Args:
@@ -166,7 +172,7 @@ def syntactic_phrase_features(heads, num_levels, starts=None, ends=None, labels=
     return phrase_ids, tag_heads, tag_kinds
 
 
-def phrase_tags(tag_heads, tag_kinds, upos, upos_size):
+def phrase_tags(tag_heads, tag_kinds, upos, upos_size: int):
     """Tag ids [B, K, S] of the phrases (see the module docstring); 0 = no phrase.
 
     Args:
@@ -174,12 +180,13 @@ def phrase_tags(tag_heads, tag_kinds, upos, upos_size):
         upos: int [B, S] `src_upos` ids.
         upos_size: V_upos.
     """
-    tag_heads = tf.cast(tag_heads, tf.int32)
-    words = tf.where(tag_kinds == CONSTITUENT, 0, tf.maximum(tag_heads, 0))
-    head_tags = tf.gather(tf.cast(upos, tf.int32), words, batch_dims=1)
-    return tf.where(tag_kinds == WORD, head_tags,
-                    tf.where(tag_kinds == PROJECTION, head_tags + upos_size,
-                             tf.where(tag_kinds == CONSTITUENT, tag_heads + upos_size, 0)))
+    tag_heads = ops.cast(tag_heads, "int32")
+    tag_kinds = ops.cast(tag_kinds, "int32")
+    words = ops.where(tag_kinds == CONSTITUENT, 0, ops.maximum(tag_heads, 0))
+    head_tags = ops.take_along_axis(ops.cast(upos, "int32")[:, None, :], words, axis=2)
+    return ops.where(tag_kinds == WORD, head_tags,
+                     ops.where(tag_kinds == PROJECTION, head_tags + upos_size,
+                               ops.where(tag_kinds == CONSTITUENT, tag_heads + upos_size, 0)))
 
 
 @registry.register_model("mgsa")
@@ -189,7 +196,7 @@ class MultiGranularitySelfAttention(Transformer):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs", "src_heads"})
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams, vocab_sizes: Mapping[str, int], **kwargs):
         self._configure(hparams)
         super().__init__(hparams, vocab_sizes, **kwargs)
         self.tag_classifier = None
@@ -272,8 +279,8 @@ class MultiGranularitySelfAttention(Transformer):
                 "chunk_size": hp.mgsa_chunk_size}
 
     @property
-    def derived_features(self):
-        """The syntactic partitions (and tag sources) as `tf.data` features; None for n-grams."""
+    def derived_features(self) -> DerivedFeatures | None:
+        """The syntactic partitions (and tag sources), computed on the host; None for n-grams."""
         if self.partition != "syntactic":
             return None
         return DerivedFeatures(self._tree_keys(), self._derived_keys(), self._derive)
@@ -296,33 +303,24 @@ class MultiGranularitySelfAttention(Transformer):
         arrays = arrays if self.uses_tags else arrays[:1]
         return tuple(array[:, k] for array in arrays for k in range(self.num_granularities))
 
-    def syntactic_features(self, features, length):
-        """`syntactic_phrase_features` [B, K, length] each, from the batch or computed here.
+    def syntactic_features(self, features: Mapping[str, Any], length: Any) -> tuple[Any, ...]:
+        """The batch's `syntactic_phrase_features`, fitted to `length`: [B, K, length] each.
 
-        The trainer adds them to the batch (`derived_features`); otherwise
-        (decoding) they are computed from `src_heads` with `tf.numpy_function`.
+        Raises:
+            KeyError: the batch lacks the derived features (`derived_features`
+                compute them on the host; the model never does).
         """
         keys = self._derived_keys()
-        if all(key in features for key in keys):
-            levels = self.num_granularities
-            pads = [-1] * (2 * levels) + [NO_PHRASE] * levels
-            rows = [fit_length(features[key], length, pad) for key, pad in zip(keys, pads)]
-            return tuple(tf.stack(rows[i:i + levels], axis=1) for i in range(0, len(rows), levels))
-        heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
-        brackets = [tf.cast(features[key], tf.int32) for key in BRACKET_KEYS if self.bracketed]
-        arrays = tf.numpy_function(
-            lambda h, *b: syntactic_phrase_features(h, self.num_granularities, *b,
-                                                    rule=self.dependency_rule),
-            [heads] + brackets, [tf.int32] * 3, stateful=False)
-        for array in arrays:
-            array.set_shape([None, self.num_granularities, None])
-        return tuple(arrays)
+        require_derived(features, keys, type(self).__name__, self._tree_keys())
+        levels = self.num_granularities
+        pads = [-1] * (2 * levels) + [NO_PHRASE] * levels
+        rows = [fit_length(features[key], length, pad) for key, pad in zip(keys, pads)]
+        return tuple(ops.stack(rows[i:i + levels], axis=1) for i in range(0, len(rows), levels))
 
     def encoder_layer_inputs(self, features, source_ids):
-        length = tf.shape(source_ids)[1]
         if self.partition == "ngram":
             return {"phrase_ids": ngram_phrase_ids(source_ids, self.hparams.mgsa_ngram_sizes)}
-        return {"phrase_ids": self.syntactic_features(features, length)[0]}
+        return {"phrase_ids": self.syntactic_features(features, ops.shape(source_ids)[1])[0]}
 
     # ------------------------------------------------------ training interface
 
@@ -335,14 +333,14 @@ class MultiGranularitySelfAttention(Transformer):
             # G_x, the memory right after composition (seed eq. 9-10), not
             # the interaction's output H_g: the tag loss trains the composition.
             bottom = encoded["phrase_composition"][0]
-            outputs["phrase_tag_logits"] = tf.cast(self.tag_classifier(bottom), tf.float32)
+            outputs["phrase_tag_logits"] = ops.cast(self.tag_classifier(bottom), "float32")
         return outputs
 
     def compute_losses(self, features, outputs):
         result = super().compute_losses(features, outputs)
         if self.tag_classifier is None:
             return result
-        length = tf.shape(outputs["phrase_tag_logits"])[2]
+        length = ops.shape(outputs["phrase_tag_logits"])[2]
         _, tag_heads, tag_kinds = self.syntactic_features(features, length)
         tags = phrase_tags(tag_heads, tag_kinds, fit_length(features["src_upos"], length, 0),
                            self.vocab_size("upos"))
@@ -353,7 +351,7 @@ class MultiGranularitySelfAttention(Transformer):
         return result
 
 
-def phrase_tag_loss(logits, tags, reduction="mean", num_target_tokens=None):
+def phrase_tag_loss(logits, tags, reduction: str = "mean", num_target_tokens=None):
     """Cross-entropy of the phrase tags over the slots that hold a phrase.
 
     Args:
@@ -366,6 +364,7 @@ def phrase_tag_loss(logits, tags, reduction="mean", num_target_tokens=None):
     Returns:
         float32 scalar (0 without phrases).
     """
-    tags = tf.cast(tags, tf.int32)
-    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(tags, tf.cast(logits, tf.float32))
+    tags = ops.cast(tags, "int32")
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    losses = -ops.take_along_axis(log_probs, tags[..., None], axis=-1)[..., 0]
     return reduce_loss(losses, tags > 0, reduction, num_target_tokens)
