@@ -6,6 +6,7 @@ The comparisons with the `tf.data` pipeline are in `test_numpy_pipeline_tf.py`.
 import collections
 import itertools
 import json
+import pathlib
 import re
 
 import numpy as np
@@ -90,8 +91,11 @@ def _held(state, paths):
 
 def test_training_accounts_for_every_example_of_every_epoch(data):
     paths, examples = data
-    shard_records = [[(offset, tfrecord.parse_int_lists(record, fixtures.KEYS))
-                      for offset, record in tfrecord.RecordReader(path).records()] for path in paths]
+    shard_records = []
+    for path in paths:
+        with tfrecord.RecordReader(path) as reader:
+            shard_records.append([(offset, tfrecord.parse_int_lists(record, fixtures.KEYS))
+                                  for offset, record in reader.records()])
     too_long = sum(fixtures.length(example) > fixtures.MAX_LENGTH for example in examples)
     assert 40 < too_long < 120
     counters = numpy_pipeline.PipelineCounters()
@@ -158,8 +162,9 @@ def test_a_position_fits_only_its_own_pipeline(data):
     batches = iter(_dataset(paths, "train", seed=1, shuffle_buffer_size=10))
     next(batches)
     saved = batches.state()
-    other = numpy_pipeline.NumpyDataset(paths, fixtures.KEYS, "train", fixtures.hparams(batch_size=64),
-                                        seed=1, shuffle_buffer_size=10)
+    other = numpy_pipeline.NumpyDataset(paths, fixtures.KEYS, "train",
+                                        fixtures.hparams(batch_size=64), seed=1,
+                                        shuffle_buffer_size=10)
     with pytest.raises(ValueError, match="position is for batch_sizes=.*this pipeline has"):
         iter(other).restore(saved)
     with pytest.raises(ValueError, match="position is for files="):
@@ -195,8 +200,9 @@ def test_errors(data, tmp_path):
         next(iter(_dataset(long_paths, "train", shuffle_buffer_size=5)))
 
     damaged = tmp_path / "damaged"
-    damaged.write_bytes(open(paths[0], "rb").read()[:-3])
-    with pytest.raises(tfrecord.DamagedRecordError, match=f"^{re.escape(str(damaged))}: damaged TFRecord"):
+    damaged.write_bytes(pathlib.Path(paths[0]).read_bytes()[:-3])
+    message = f"^{re.escape(str(damaged))}: damaged TFRecord"
+    with pytest.raises(tfrecord.DamagedRecordError, match=message):
         list(_dataset([str(damaged)], "eval"))
 
 

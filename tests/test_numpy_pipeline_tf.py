@@ -2,6 +2,7 @@
 beside tf.io and data/pipeline.py's `tf.data` pipeline, on random shards and on datagen's."""
 
 import collections
+import pathlib
 
 import numpy as np
 import pytest
@@ -34,7 +35,8 @@ def generated(tmp_path_factory):
 
 def test_written_bytes_equal_tensorflows(tmp_path, data):
     _, examples = data
-    records = [b"", b"x" * 1000] + [pipeline.serialize_example(example) for example in examples[:50]]
+    records = [b"", b"x" * 1000] + [pipeline.serialize_example(example)
+                                    for example in examples[:50]]
     with tf.io.TFRecordWriter(str(tmp_path / "tf")) as writer:
         for record in records:
             writer.write(record)
@@ -86,7 +88,7 @@ def test_damage_tensorflow_reports_is_found_too(tmp_path, data):
     second = tfrecord.HEADER_BYTES + len(records[0]) + tfrecord.FOOTER_BYTES
     damages = {"length": second + 2, "data": second + tfrecord.HEADER_BYTES + 5}
     for what, position in damages.items():
-        damaged = bytearray(open(paths[0], "rb").read())
+        damaged = bytearray(pathlib.Path(paths[0]).read_bytes())
         damaged[position] ^= 1
         path = tmp_path / what
         path.write_bytes(bytes(damaged))
@@ -95,7 +97,7 @@ def test_damage_tensorflow_reports_is_found_too(tmp_path, data):
             list(tfrecord.read_records(path))
     # TensorFlow reads a file cut inside a record's header as if it ended there.
     path = tmp_path / "cut"
-    path.write_bytes(open(paths[0], "rb").read()[:second + 5])
+    path.write_bytes(pathlib.Path(paths[0]).read_bytes()[:second + 5])
     assert shard_check.first_damaged([str(path)]) is None
     with pytest.raises(tfrecord.DamagedRecordError, match="ends 5 bytes into its 12-byte header"):
         list(tfrecord.read_records(path))

@@ -1,4 +1,4 @@
-"""Tests for syntax_t2t.data.tfrecord: TFRecord framing, checksums and tf.train.Example, no TensorFlow.
+"""Tests for syntax_t2t.data.tfrecord (framing, checksums, tf.train.Example), no TensorFlow.
 
 The comparisons with TensorFlow's own writer and parser are in
 `test_numpy_pipeline_tf.py`.

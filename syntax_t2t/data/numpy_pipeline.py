@@ -161,9 +161,14 @@ class BatchIterator:
 
     def close(self) -> None:
         """Closes the shard being read (also done at the end of each shard)."""
-        if self._reader is not None:
+        # getattr: also called by __del__ after an __init__ that failed.
+        if getattr(self, "_reader", None) is not None:
             self._reader.close()
         self._reader, self._records = None, None
+
+    def __del__(self):
+        # A training stream has no end: it is dropped, not read to its last batch.
+        self.close()
 
     # ------------------------------------------------------------------
     # Position.
@@ -314,6 +319,9 @@ class BatchIterator:
                 self._position += 1
                 self._offset = 0
                 continue
+            except BaseException:
+                self.close()
+                raise
             self._offset = offset + tfrecord.HEADER_BYTES + len(data) + tfrecord.FOOTER_BYTES
             return self._order[self._position], offset, data
 
