@@ -39,6 +39,10 @@ trees of tree2seq, from `src_heads`) declares `DerivedFeatures`
 the `tf.data` pipeline (`add_to`, through `tf.numpy_function`, on the
 pipeline's threads rather than in the compiled model step) and the decoder
 to every batch it pads (`compute`).
+
+Without TensorFlow (the JAX backend), `data/numpy_pipeline.py` cuts the same
+batches from the same shards, and its position can be checkpointed; the
+rules both follow are `data/batching.py`'s.
 """
 
 from typing import Optional, Sequence
