@@ -6,22 +6,31 @@ import math
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
+import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
+import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
-from syntax_t2t.cli import registration
-from syntax_t2t.decoding import beam_search as beam_search_module
-from syntax_t2t.decoding.fast_decode import decode_batch
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models import nsd
+
+pytestmark = pytest.mark.backends
 
 VOCABS = {"inputs": 30, "targets": 30, "upos": 20, "deprel": 10, "xpos": 10}
 K = 3  # distance ids 1 .. 7, so that different hypotheses predict different ones
 EOS = 1
 
 
+def numpy(value):
+    return ops.convert_to_numpy(value)
+
+
+def tensorflow():
+    """TensorFlow, for the tests of decoding (fast_decode, beam search), which runs on it."""
+    return pytest.importorskip("tensorflow", reason="decoding runs on TensorFlow")
+
+
 def tiny_model(**overrides):
-    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=16, filter_size=32, layer_prepostprocess_dropout=0.0,
                           attention_dropout=0.0, relu_dropout=0.0, nsd_max_distance=K))
@@ -32,8 +41,8 @@ def tiny_model(**overrides):
 def test_target_distance_ids_are_per_target_word():
     model = tiny_model(nsd_side="target", nsd_output=True, nsd_input="sum")
     # Target words 1..3 with heads 2, 0, 2 (d_D = -1, 2, 1), then <EOS> and padding.
-    features = {"targets": tf.constant([[7, 8, 9, 1, 0]]), "tgt_heads": tf.constant([[2, 0, 2]])}
-    ids = model.target_distance_ids(features, 5).numpy()
+    features = {"targets": np.array([[7, 8, 9, 1, 0]]), "tgt_heads": np.array([[2, 0, 2]])}
+    ids = numpy(model.target_distance_ids(features, 5))
     assert ids.tolist() == [[-1 + K + 1, 2 + K + 1, 1 + K + 1, 0, 0]]
 
 
@@ -42,11 +51,11 @@ def test_target_loss_terms_against_hand_computation():
                        nsd_max_distance=1, nsd_loss_weight=0.5)
     # k = 1: classes are the distances -1, 0, 1. Targets: two words and <EOS>; heads 2, 0
     # give d_D = -1 and 2 (clipped to 1), ids 1 and 3; the <EOS> position has no distance.
-    features = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 8, 1]]),
-                "tgt_heads": tf.constant([[2, 0, -1]])}
+    features = {"inputs": np.array([[5, 6, 1]]), "targets": np.array([[7, 8, 1]]),
+                "tgt_heads": np.array([[2, 0, -1]])}
     outputs = dict(model(features))
-    outputs["nsd_target_logits"] = tf.math.log(tf.constant(
-        [[[0.5, 0.25, 0.25], [0.25, 0.25, 0.5], [1.0, 1.0, 1.0]]]))
+    outputs["nsd_target_logits"] = np.log(np.array(
+        [[[0.5, 0.25, 0.25], [0.25, 0.25, 0.5], [1.0, 1.0, 1.0]]], np.float32))
     # Both gold classes have probability 1/2. Expected distances -0.25 and 0.25 against
     # gold -1 and 1: squared errors 0.75^2 each; the pair has sign(-1 - 1) = -1, hinge
     # 1 - (-1)(-0.25 - 0.25) = 0.5. "sum" (the default): the seed's sums over 3 target
@@ -68,20 +77,23 @@ def test_target_loss_terms_against_hand_computation():
 def test_both_sides_add_both_sides_terms():
     model = tiny_model(nsd_side="both", nsd_output=True, nsd_input="linear",
                        nsd_distance="relative")
-    features = {"inputs": tf.constant([[5, 6, 7, 1]]), "src_heads": tf.constant([[2, 0, 2, -1]]),
-                "targets": tf.constant([[7, 8, 1, 0]]), "tgt_heads": tf.constant([[0, 1, -1, -1]])}
+    features = {"inputs": np.array([[5, 6, 7, 1]]), "src_heads": np.array([[2, 0, 2, -1]]),
+                "targets": np.array([[7, 8, 1, 0]]), "tgt_heads": np.array([[0, 1, -1, -1]])}
     assert model.train_features == {"inputs", "targets", "src_heads", "tgt_heads"}
     assert model.decode_features == {"inputs", "src_heads"}
     derived = model.derived_features
     assert derived.source_keys == ("src_heads", "tgt_heads")
     assert model.decode_derived_features.source_keys == ("src_heads",)
-    batch = {**features, **derived.compute({k: v.numpy() for k, v in features.items()})}
+    batch = {**features, **derived.compute(features)}
+    # Without the targets' derived distances the model says how to add them.
+    with pytest.raises(KeyError, match="nsd_target_distances.*derived_features.*tgt_heads"):
+        model({key: value for key, value in batch.items() if key != nsd.TARGET_DISTANCE_KEY})
     outputs = model(batch)
     losses = model.compute_losses(batch, outputs)
     terms = [losses[key] for key in ("nsd_entropy", "nsd_distance", "nsd_target_entropy",
                                      "nsd_target_distance")]
     np.testing.assert_allclose(losses["total"], losses["nmt"] + sum(terms), rtol=1e-6)
-    gold = model.target_distance_ids(features, 4)
+    gold = model.target_distance_ids(batch, 4)
     # "sum" reductions: per target token (3: two words and <EOS>).
     entropy, distance = nsd.distance_losses(outputs["nsd_target_logits"], gold, K, "sum", "sum",
                                             3.0)
@@ -93,11 +105,11 @@ def test_gold_target_distances_change_only_later_positions():
     # The decoder reads d(y_{t-1}) at position t: changing the tree of word 2 moves the
     # logits from position 2 on, not before.
     model = tiny_model(nsd_side="target", nsd_output=True, nsd_input="sum")
-    features = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 8, 9, 1]]),
-                "tgt_heads": tf.constant([[2, 0, 2, -1]])}
-    moved = dict(features, tgt_heads=tf.constant([[2, 0, 0, -1]]))
-    base = model(features)["logits"].numpy()
-    changed = model(moved)["logits"].numpy()
+    features = {"inputs": np.array([[5, 6, 1]]), "targets": np.array([[7, 8, 9, 1]]),
+                "tgt_heads": np.array([[2, 0, 2, -1]])}
+    moved = dict(features, tgt_heads=np.array([[2, 0, 0, -1]]))
+    base = numpy(model(features)["logits"])
+    changed = numpy(model(moved)["logits"])
     np.testing.assert_allclose(changed[0, :3], base[0, :3], rtol=1e-6)
     assert np.abs(changed[0, 3] - base[0, 3]).max() > 1e-4
 
@@ -112,22 +124,22 @@ def test_cached_steps_fed_gold_distances_equal_teacher_forcing(overrides):
     model = tiny_model(nsd_side="target", nsd_output=True, nsd_distance="relative", **overrides)
     targets = np.array([[7, 8, 9, 10, 1], [11, 12, 1, 0, 0]], np.int32)
     distances = np.array([[2, -1, 0, 3, 0], [-2, 1, 0, 0, 0]], np.int32)
-    features = {"inputs": tf.constant([[5, 6, 1], [7, 1, 0]]), "targets": tf.constant(targets),
-                "tgt_heads": tf.constant([[0, 0, 0, 0, -1], [0, 0, -1, -1, -1]]),
-                nsd.TARGET_DISTANCE_KEY: tf.constant(distances)}
-    full = model(features)
-    gold_ids = model.target_distance_ids(features, 5).numpy()  # 0 at <EOS> and padding
+    features = {"inputs": np.array([[5, 6, 1], [7, 1, 0]]), "targets": targets,
+                "tgt_heads": np.array([[0, 0, 0, 0, -1], [0, 0, -1, -1, -1]]),
+                nsd.TARGET_DISTANCE_KEY: distances}
+    full = {key: numpy(value) for key, value in model(features).items()}
+    gold_ids = numpy(model.target_distance_ids(features, 5))  # 0 at <EOS> and padding
     memory = model.decoder_memory(model.encode(features))
     cache = model.initial_decoder_cache(2, 6)
-    ids = tf.zeros([2], tf.int32)
+    ids = np.zeros([2], np.int32)
     for step in range(5):
-        logits, cache = model.decode_step(ids, tf.constant(step), cache, memory)
-        np.testing.assert_allclose(logits, full["logits"][:, step], atol=2e-5, rtol=1e-4)
+        logits, cache = model.decode_step(ids, ops.convert_to_tensor(step, "int32"), cache, memory)
+        np.testing.assert_allclose(numpy(logits), full["logits"][:, step], atol=2e-5, rtol=1e-4)
         predicted = np.argmax(full["nsd_target_logits"][:, step], axis=-1) + 1
-        np.testing.assert_array_equal(cache[nsd.PREVIOUS_KEY], predicted)
+        np.testing.assert_array_equal(numpy(cache[nsd.PREVIOUS_KEY]), predicted)
         # Feed the gold word and distance, as teacher forcing does.
-        ids = tf.constant(targets[:, step])
-        cache[nsd.PREVIOUS_KEY] = tf.constant(gold_ids[:, step])
+        ids = targets[:, step]
+        cache[nsd.PREVIOUS_KEY] = ops.convert_to_tensor(gold_ids[:, step])
 
 
 _FORWARD = {}
@@ -136,6 +148,7 @@ _FORWARD = {}
 def recomputed_log_probability(model, inputs, tokens):
     """log p(tokens | inputs) by full teacher-forced passes, no cache: each step feeds the
     distances the model predicted at the earlier steps as the targets' distances."""
+    tf = tensorflow()
     if model not in _FORWARD:
         _FORWARD.clear()
         _FORWARD[model] = tf.function(lambda features: model(features), reduce_retracing=True)
@@ -169,6 +182,9 @@ INPUTS = [[5, 9, 13, 1, 0], [22, 7, 1, 0, 0]]
 
 
 def decode(model, beam_size, jit_compile=False):
+    tf = tensorflow()
+    from syntax_t2t.decoding.fast_decode import decode_batch
+
     return tf.function(lambda features: decode_batch(model, features, beam_size=beam_size,
                                                      alpha=0.0, extra_length=2),
                        jit_compile=jit_compile)({"inputs": tf.constant(INPUTS)})
@@ -198,6 +214,9 @@ def test_search_scores_equal_a_recomputation_with_the_predicted_distances(beam_s
 def test_beam_state_that_does_not_follow_the_hypotheses_is_detected(monkeypatch):
     # The check above can fail: with the predicted distances left in their beam slots
     # (not reordered with the hypotheses) some scores no longer match.
+    tensorflow()
+    from syntax_t2t.decoding import beam_search as beam_search_module
+
     model = target_model()
     gather = beam_search_module._gather_cache
 
@@ -238,4 +257,4 @@ def test_target_side_hparams_are_checked():
 def test_missing_target_trees_are_named():
     model = tiny_model(nsd_side="target", nsd_output=True)
     with pytest.raises(KeyError, match="tgt_heads"):
-        model({"inputs": tf.constant([[5, 1]]), "targets": tf.constant([[7, 1]])})
+        model({"inputs": np.array([[5, 1]]), "targets": np.array([[7, 1]])})

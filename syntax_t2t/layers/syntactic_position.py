@@ -14,10 +14,10 @@ smaller range than positions. The seed adds it on top of the usual encoding.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
-def syntactic_position_signal(distances, channels, max_distance, sigma=40.0):
+def syntactic_position_signal(distances, channels: int, max_distance: int, sigma: float = 40.0):
     """The encoding of every distance.
 
     Args:
@@ -29,14 +29,14 @@ def syntactic_position_signal(distances, channels, max_distance, sigma=40.0):
     Returns:
         float32 [B, S, D]: channel 2k holds the sine, 2k+1 the cosine.
     """
-    values = tf.cast(distances, tf.float32) + 2.0 * max_distance
+    values = ops.cast(distances, "float32") + 2.0 * max_distance
     half = channels // 2
-    exponents = 2.0 * tf.range(half, dtype=tf.float32) / float(channels)
-    angles = values[..., None] / tf.pow(float(sigma), exponents)
-    interleaved = tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1)
-    shape = tf.concat([tf.shape(values), [2 * half]], axis=0)
-    signal = tf.reshape(interleaved, shape)
-    return tf.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])
+    exponents = 2.0 * ops.arange(half, dtype="float32") / float(channels)
+    angles = values[..., None] / ops.power(float(sigma), exponents)
+    interleaved = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
+    batch, length = ops.shape(values)[0], ops.shape(values)[1]
+    signal = ops.reshape(interleaved, (batch, length, 2 * half))
+    return ops.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])
 
 
 class SyntacticPositionEncoding(keras.layers.Layer):
@@ -48,7 +48,7 @@ class SyntacticPositionEncoding(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, max_distance, sigma=40.0, **kwargs):
+    def __init__(self, max_distance: int, sigma: float = 40.0, **kwargs):
         super().__init__(**kwargs)
         self.max_distance = int(max_distance)
         self.sigma = float(sigma)
@@ -57,11 +57,11 @@ class SyntacticPositionEncoding(keras.layers.Layer):
 
     def call(self, inputs, distances, words):
         """`inputs` [B, S, D] plus the encoding where `words` (bool [B, S]) is True."""
-        inputs = tf.cast(inputs, self.compute_dtype)
+        inputs = ops.cast(inputs, self.compute_dtype)
         signal = syntactic_position_signal(distances, inputs.shape[-1], self.max_distance,
                                            self.sigma)
-        signal *= tf.cast(words, tf.float32)[..., None]
-        return inputs + tf.cast(signal, self.compute_dtype)
+        signal = signal * ops.cast(words, "float32")[..., None]
+        return inputs + ops.cast(signal, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

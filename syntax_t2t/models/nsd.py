@@ -42,20 +42,23 @@ reorders with the hypotheses like the self-attention caches, so every
 hypothesis reads its own predicted distances.
 
 d_S, d_G and d_R need Python: the model declares them as `derived_features`
-(the trainer adds them inside `tf.data`; `decode_derived_features`, the
-source's only, when decoding) and computes them with `tf.numpy_function`
-when a batch lacks them; d_D is computed on the device.
+(`data/derived_features.py`), computed on the host: the trainer adds them
+inside `tf.data`, the decoder (`decode_derived_features`, the source's only)
+to each batch it pads; a batch without them is refused, never completed
+inside the model. d_D is computed on the device.
 """
+
+from typing import Any, Mapping
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from syntax_t2t import registry
 from syntax_t2t.data import syntactic_distance
 from syntax_t2t.data.bracketed import tree_from_constituent_features
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
-from syntax_t2t.data.pipeline import DerivedFeatures
+from syntax_t2t.data.derived_features import DerivedFeatures, require_derived
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.syntactic_position import SyntacticPositionEncoding
@@ -78,7 +81,8 @@ PREVIOUS_KEY = "nsd_previous"
 BRACKET_KEYS = ("src_const_start", "src_const_end")
 
 
-def constituency_distances(heads, kind, starts=None, ends=None):
+def constituency_distances(heads: np.ndarray, kind: str, starts: np.ndarray | None = None,
+                           ends: np.ndarray | None = None) -> np.ndarray:
     """d_S, d_G or d_R of a batch with NumPy: int32 [B, S], 0 where there is no word.
 
     Args:
@@ -106,13 +110,13 @@ def constituency_distances(heads, kind, starts=None, ends=None):
 
 def dependency_distances(heads):
     """d_D = i - h(i) of a batch on the device: int32 [B, S], 0 where there is no word."""
-    heads = tf.cast(heads, tf.int32)
-    positions = tf.range(1, tf.shape(heads)[1] + 1)[None]
-    return tf.where(heads >= 0, positions - heads, 0)
+    heads = ops.cast(heads, "int32")
+    positions = ops.arange(1, ops.shape(heads)[1] + 1, dtype="int32")[None]
+    return ops.where(heads >= 0, positions - heads, 0)
 
 
-def distance_losses(logits, gold_ids, max_distance, entropy_reduction="mean",
-                    distance_reduction="mean", num_target_tokens=None):
+def distance_losses(logits, gold_ids, max_distance: int, entropy_reduction: str = "mean",
+                    distance_reduction: str = "mean", num_target_tokens=None):
     """The distance-aware losses of the seed's eq. 19-20 for one side.
 
     The predicted distance of word i is the expectation of its softmax,
@@ -136,22 +140,23 @@ def distance_losses(logits, gold_ids, max_distance, entropy_reduction="mean",
     Returns:
         `(L_ent_dist, L_dist)`, float32 scalars.
     """
-    logits = tf.cast(logits, tf.float32)
-    gold_ids = tf.cast(gold_ids, tf.int32)
-    words = tf.cast(gold_ids > 0, tf.float32)
-    cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        tf.maximum(gold_ids - 1, 0), logits)
+    logits = ops.cast(logits, "float32")
+    gold_ids = ops.cast(gold_ids, "int32")
+    words = ops.cast(gold_ids > 0, "float32")
+    log_probs = ops.log_softmax(logits, axis=-1)
+    classes = ops.maximum(gold_ids - 1, 0)
+    cross_entropy = -ops.take_along_axis(log_probs, classes[..., None], axis=-1)[..., 0]
     entropy_loss = reduce_loss(cross_entropy, words, entropy_reduction, num_target_tokens)
 
-    values = tf.range(-max_distance, max_distance + 1, dtype=tf.float32)
-    predicted = tf.reduce_sum(tf.nn.softmax(logits) * values, axis=-1)  # [B, S]
-    gold = tf.cast(gold_ids - max_distance - 1, tf.float32)
-    squared = reduce_loss(tf.square(gold - predicted), words, distance_reduction,
+    values = ops.arange(-max_distance, max_distance + 1, dtype="float32")
+    predicted = ops.sum(ops.softmax(logits, axis=-1) * values, axis=-1)  # [B, S]
+    gold = ops.cast(gold_ids - max_distance - 1, "float32")
+    squared = reduce_loss(ops.square(gold - predicted), words, distance_reduction,
                           num_target_tokens)
-    gold_order = tf.sign(gold[:, :, None] - gold[:, None, :])
-    hinge = tf.nn.relu(1.0 - gold_order * (predicted[:, :, None] - predicted[:, None, :]))
-    length = tf.shape(gold_ids)[1]
-    later = tf.linalg.band_part(tf.ones([length, length]), 0, -1) - tf.eye(length)  # j > i
+    gold_order = ops.sign(gold[:, :, None] - gold[:, None, :])
+    hinge = ops.relu(1.0 - gold_order * (predicted[:, :, None] - predicted[:, None, :]))
+    positions = ops.arange(ops.shape(gold_ids)[1], dtype="int32")
+    later = ops.cast(positions[None, :] > positions[:, None], "float32")  # [i, j]: j > i
     pairs = words[:, :, None] * words[:, None, :] * later[None]
     ranking = reduce_loss(hinge, pairs, distance_reduction, num_target_tokens)
     return entropy_loss, squared + ranking
@@ -164,7 +169,7 @@ class NeuralSyntacticDistance(Transformer):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs", "src_heads"})
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams, vocab_sizes: Mapping[str, int], **kwargs):
         super().__init__(hparams, vocab_sizes, **kwargs)
         hp = self.hparams
         hidden = hp.hidden_size
@@ -319,55 +324,52 @@ class NeuralSyntacticDistance(Transformer):
         return DerivedFeatures(source_keys, tuple(keys), derive)
 
     @property
-    def derived_features(self):
-        """d_S, d_G or d_R of each side as `tf.data` features; None for d_D (on the device)."""
+    def derived_features(self) -> DerivedFeatures | None:
+        """d_S, d_G or d_R of each side, computed on the host; None for d_D (on the device)."""
         return self._derivations(with_target=True)
 
     @property
-    def decode_derived_features(self):
+    def decode_derived_features(self) -> DerivedFeatures | None:
         """The source's derived distances only: decoding has no target trees."""
         return self._derivations(with_target=False)
 
     def _distance_ids(self, heads, distances):
         k = self.hparams.nsd_max_distance
-        return tf.where(heads >= 0, tf.clip_by_value(distances, -k, k) + k + 1, 0)
+        return ops.where(heads >= 0, ops.clip(distances, -k, k) + k + 1, 0)
 
-    def source_distance_ids(self, features, length):
-        """Distance ids int32 [B, length]: clip(d, -k, k) + k + 1, 0 where there is no word."""
-        heads = self.source_heads(features, tf.zeros([1, length], tf.int32))
-        kind = self.hparams.nsd_distance
-        if kind == DEPENDENCY:
+    def source_distance_ids(self, features: Mapping[str, Any], length: Any):
+        """Distance ids int32 [B, length]: clip(d, -k, k) + k + 1, 0 where there is no word.
+
+        Raises:
+            KeyError: the batch lacks `src_heads`, or the derived d_S, d_G or
+                d_R (`derived_features` compute them on the host).
+        """
+        heads = self.source_heads(features, ops.zeros((1, length), "int32"))
+        if self.hparams.nsd_distance == DEPENDENCY:
             distances = dependency_distances(heads)
-        elif DISTANCE_KEY in features:
-            distances = fit_length(features[DISTANCE_KEY], length, 0)
         else:
-            brackets = [tf.cast(features[key], tf.int32) for key in BRACKET_KEYS
-                        if self.reads_brackets]
-            distances = tf.numpy_function(
-                lambda h, *b: constituency_distances(h, kind, *b), [heads] + brackets,
-                tf.int32, stateful=False)
-            distances.set_shape(heads.shape)
+            sources = ("src_heads",) + (BRACKET_KEYS if self.reads_brackets else ())
+            require_derived(features, (DISTANCE_KEY,), type(self).__name__, sources)
+            distances = fit_length(features[DISTANCE_KEY], length, 0)
         return self._distance_ids(heads, distances)
 
-    def target_distance_ids(self, features, length):
+    def target_distance_ids(self, features: Mapping[str, Any], length: Any):
         """Gold target distance ids int32 [B, length] (word t of `targets` at t; 0 elsewhere).
 
         Raises:
-            KeyError: the batch has no `tgt_heads` (target trees).
+            KeyError: the batch has no `tgt_heads` (target trees), or lacks the
+                derived d_S, d_G or d_R of the targets.
         """
         if "tgt_heads" not in features:
             raise KeyError(f"nsd_side={self.side} needs the batch feature "
                            f"'tgt_heads' (target trees); the batch has {sorted(features)}")
         heads = fit_length(features["tgt_heads"], length, -1)
-        kind = self.hparams.nsd_distance
-        if kind == DEPENDENCY:
+        if self.hparams.nsd_distance == DEPENDENCY:
             distances = dependency_distances(heads)
-        elif TARGET_DISTANCE_KEY in features:
-            distances = fit_length(features[TARGET_DISTANCE_KEY], length, 0)
         else:
-            distances = tf.numpy_function(lambda h: constituency_distances(h, kind), [heads],
-                                          tf.int32, stateful=False)
-            distances.set_shape(heads.shape)
+            require_derived(features, (TARGET_DISTANCE_KEY,), type(self).__name__,
+                            ("tgt_heads",))
+            distances = fit_length(features[TARGET_DISTANCE_KEY], length, 0)
         return self._distance_ids(heads, distances)
 
     # ----------------------------------------------------------------- hooks
@@ -388,11 +390,11 @@ class NeuralSyntacticDistance(Transformer):
         """Word embeddings x [B, S, D'] combined with distance ids [B, S] (eq. 8-10, 15-16)."""
         hp = self.hparams
         if embedding is not None:
-            distances = tf.cast(embedding(ids), x.dtype)
+            distances = ops.cast(embedding(ids), x.dtype)
             if self.input_mode == "sum":
                 x = x + distances
             else:
-                x = tf.concat([x, distances], axis=-1)
+                x = ops.concatenate([x, distances], axis=-1)
                 if combination is not None:
                     x = combination(x)
         if self.syntactic_position is not None:
@@ -410,7 +412,7 @@ class NeuralSyntacticDistance(Transformer):
             return super().embed_source(features, source_ids, training)
         x = self.source_embedding(source_ids)
         if self.distance_embedding is not None or self.syntactic_position is not None:
-            ids = self.source_distance_ids(features, tf.shape(source_ids)[1])
+            ids = self.source_distance_ids(features, ops.shape(source_ids)[1])
             x = self._with_distances(x, ids, self.distance_embedding, self.input_combination)
         return self._positions_and_dropout(x, 0, training)
 
@@ -420,7 +422,7 @@ class NeuralSyntacticDistance(Transformer):
         x = self.target_embedding(decoder_ids)
         if self.reads_target_distances:
             # Position t reads word y_{t-1}, so its distance too.
-            ids = shift_right(self.target_distance_ids(features, tf.shape(decoder_ids)[1]))
+            ids = shift_right(self.target_distance_ids(features, ops.shape(decoder_ids)[1]))
             x = self._with_distances(x, ids, self.target_distance_embedding,
                                      self.target_input_combination)
         x = self._positions_and_dropout(x, 0, training)
@@ -432,7 +434,7 @@ class NeuralSyntacticDistance(Transformer):
         """The base caches, plus the previous step's predicted distance (0 at step 0)."""
         cache = super().initial_decoder_cache(batch_size, max_length, in_place=in_place)
         if self.reads_target_distances:
-            cache[PREVIOUS_KEY] = tf.zeros([batch_size], tf.int32)
+            cache[PREVIOUS_KEY] = ops.zeros((batch_size,), "int32")
         return cache
 
     def decode_step(self, ids, step, cache, memory, training=False):
@@ -442,14 +444,15 @@ class NeuralSyntacticDistance(Transformer):
         """
         if not self.reads_target_distances:
             return super().decode_step(ids, step, cache, memory, training=training)
-        ids = tf.cast(ids, tf.int32)[:, None]
+        ids = ops.cast(ids, "int32")[:, None]
         x = self.target_embedding(ids)
         x = self._with_distances(x, cache[PREVIOUS_KEY][:, None], self.target_distance_embedding,
                                  self.target_input_combination)
         x = self._positions_and_dropout(x, step, training)
         states, cache = self.decoder_step_states(x, step, cache, memory, training=training)
-        predicted = tf.argmax(self.target_distance_predictor(states)[:, 0], axis=-1,
-                              output_type=tf.int32) + 1  # class c is distance id c + 1
+        scores = self.target_distance_predictor(states)[:, 0]
+        # Class c is distance id c + 1.
+        predicted = ops.cast(ops.argmax(scores, axis=-1), "int32") + 1
         return self.output_logits(states)[:, 0], dict(cache, **{PREVIOUS_KEY: predicted})
 
     # ------------------------------------------------------ training interface
@@ -460,15 +463,15 @@ class NeuralSyntacticDistance(Transformer):
             states = self.target_states(features, encoded, training=training)
             outputs = {"logits": self.output_logits(states)}
             if self.target_distance_predictor is not None:
-                outputs["nsd_target_logits"] = tf.cast(self.target_distance_predictor(states),
-                                                       tf.float32)
+                outputs["nsd_target_logits"] = ops.cast(self.target_distance_predictor(states),
+                                                        "float32")
         else:
             outputs = {"logits": self.decode(features["targets"], encoded, training=training)}
         if "attention" in encoded:
             outputs["attention"] = encoded["attention"]
         if self.distance_predictor is not None:
-            outputs["nsd_logits"] = tf.cast(self.distance_predictor(encoded["outputs"]),
-                                            tf.float32)
+            outputs["nsd_logits"] = ops.cast(self.distance_predictor(encoded["outputs"]),
+                                             "float32")
         return outputs
 
     def compute_losses(self, features, outputs):
@@ -481,7 +484,7 @@ class NeuralSyntacticDistance(Transformer):
                                        self.target_distance_ids)):
             if key not in outputs:
                 continue
-            gold = gold_ids(features, tf.shape(outputs[key])[1])
+            gold = gold_ids(features, ops.shape(outputs[key])[1])
             entropy_loss, distance_loss = distance_losses(
                 outputs[key], gold, hp.nsd_max_distance, *self.loss_reductions,
                 num_target_tokens=target_tokens(features["targets"]))
@@ -491,5 +494,5 @@ class NeuralSyntacticDistance(Transformer):
                 result[f"{prefix}_distance"] = distance_loss
                 terms.append(distance_loss)
         if terms:
-            result["total"] = result["nmt"] + hp.nsd_loss_weight * tf.add_n(terms)
+            result["total"] = result["nmt"] + hp.nsd_loss_weight * sum(terms[1:], terms[0])
         return result
