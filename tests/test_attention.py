@@ -1,11 +1,20 @@
-"""MultiHeadAttention and the label-bias kernels against naive per-pair references."""
+"""MultiHeadAttention and the label-bias kernels against naive per-pair references.
 
+Written in numpy and `keras.ops`: the module runs under every Keras backend
+(TensorFlow, and JAX without TensorFlow), and where a backend differentiates
+or compiles in its own way the few helpers below pick that way.
+"""
+
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
-from syntax_t2t.layers import label_bias, masks
+from syntax_t2t.backend.gradients import value_and_gradients
+from syntax_t2t.layers import attention_cache, label_bias, masks
 from syntax_t2t.layers.attention import MultiHeadAttention
+
+pytestmark = pytest.mark.backends
 
 B, S, H, D_K, D_SPEC = 2, 5, 3, 4, 6
 WIDTH = H * D_K
@@ -23,7 +32,62 @@ def random_labels(rng, batch=B, length=S):
 
 
 def weights_of(layer):
-    return {w.path.split("/")[-1]: np.asarray(w.numpy(), np.float64) for w in layer.weights}
+    return {w.path.split("/")[-1]: np.asarray(ops.convert_to_numpy(w), np.float64)
+            for w in layer.weights}
+
+
+def numpy(tensor):
+    return ops.convert_to_numpy(tensor)
+
+
+def input_gradients(function, inputs):
+    """`function(*inputs)` (a scalar) and its gradients with respect to every input."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        inputs = [tf.convert_to_tensor(value) for value in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            value = function(*inputs)
+        return value, [tf.convert_to_tensor(g) for g in tape.gradient(value, inputs)]
+    if backend == "jax":
+        import jax
+
+        return jax.value_and_grad(lambda values: function(*values))(list(inputs))
+    pytest.skip(f"no gradients on the {backend} backend")
+
+
+def compiled(function):
+    """`function` compiled by XLA the backend's way."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, jit_compile=True)
+    if backend == "jax":
+        import jax
+
+        return jax.jit(function)
+    pytest.skip(f"no XLA on the {backend} backend")
+
+
+class Bound:
+    """The layer with fixed keyword arguments, called as a model (`value_and_gradients`)."""
+
+    def __init__(self, layer, **kwargs):
+        self.layer, self.kwargs = layer, kwargs
+
+    @property
+    def trainable_variables(self):
+        return self.layer.trainable_variables
+
+    @property
+    def non_trainable_variables(self):
+        return self.layer.non_trainable_variables
+
+    def __call__(self, inputs, training=False):
+        return self.layer(inputs, training=training, **self.kwargs)
 
 
 def naive_attention(layer, x, labels=None, mask=None, spec_inputs=None):
@@ -87,18 +151,22 @@ def randomize(layer, rng):
 
 
 @pytest.mark.parametrize("num_labels", [3, 40])
-@pytest.mark.parametrize("static_shapes", [True, False])
-def test_label_logits_equal_per_pair_dot_products(rng, num_labels, static_shapes):
+@pytest.mark.parametrize("traced", [False, True])
+def test_label_logits_equal_per_pair_dot_products(rng, num_labels, traced):
     queries = rng.normal(size=(B, S, H, D_K)).astype("float32")
     table = rng.normal(size=(num_labels, D_K)).astype("float32")
     labels = rng.integers(0, num_labels, (B, S, S + 2)).astype("int32")
-    if static_shapes:
-        got = label_bias.label_logits(queries, [table], [labels]).numpy()
-    else:  # shapes unknown when traced, as in a train step
+    if not traced:
+        got = numpy(label_bias.label_logits(queries, [table], [labels]))
+    elif keras.backend.backend() == "tensorflow":  # shapes unknown when traced, as in a train step
+        import tensorflow as tf
+
         logits = tf.function(label_bias.label_logits, input_signature=[
             tf.TensorSpec([None, None, H, D_K]), [tf.TensorSpec([num_labels, D_K])],
             [tf.TensorSpec([None, None, None], tf.int32)]])
-        got = logits(queries, [table], [labels]).numpy()
+        got = numpy(logits(queries, [table], [labels]))
+    else:
+        got = numpy(compiled(label_bias.label_logits)(queries, [table], [labels]))
     assert got.shape == (B, H, S, S + 2)
     for b, h, i, j in np.ndindex(*got.shape):
         expected = queries[b, i, h] @ table[labels[b, i, j]]
@@ -106,28 +174,29 @@ def test_label_logits_equal_per_pair_dot_products(rng, num_labels, static_shapes
 
 
 def test_label_logits_and_gradients_of_two_kinds_equal_those_of_per_pair_embeddings(rng):
-    queries = tf.constant(rng.normal(size=(B, S, H, D_K)), tf.float32)
-    table = tf.constant(rng.normal(size=(9, D_K)), tf.float32)
-    labels = tf.constant(rng.integers(0, 9, (B, S, S)), tf.int32)
-    weights = tf.constant(rng.normal(size=(B, H, S, S)), tf.float32)
+    queries = rng.normal(size=(B, S, H, D_K)).astype("float32")
+    table = rng.normal(size=(9, D_K)).astype("float32")
+    labels = rng.integers(0, 9, (B, S, S)).astype("int32")
+    weights = rng.normal(size=(B, H, S, S)).astype("float32")
 
-    other_table = tf.constant(rng.normal(size=(4, D_K)), tf.float32)
-    other_labels = tf.constant(rng.integers(0, 4, (B, S, S)), tf.int32)
+    other_table = rng.normal(size=(4, D_K)).astype("float32")
+    other_labels = rng.integers(0, 4, (B, S, S)).astype("int32")
 
     def naive(queries, tables, labels):  # the thesis's [B, Sq, Sk, d] embeddings
-        return sum(tf.einsum("bqhd,bqkd->bhqk", queries, tf.gather(table, ids))
+        return sum(ops.einsum("bqhd,bqkd->bhqk", queries, ops.take(table, ids, axis=0))
                    for table, ids in zip(tables, labels))
 
-    gradients = []
+    results = []
     for logits in (label_bias.label_logits, naive):
-        with tf.GradientTape() as tape:
-            tape.watch([queries, table, other_table])
-            values = logits(queries, [table, other_table], [labels, other_labels])
-            loss = tf.reduce_sum(weights * values)
-        gradients.append([values.numpy()] + [
-            tf.convert_to_tensor(g).numpy()
-            for g in tape.gradient(loss, [queries, table, other_table])])
-    for got, expected in zip(*gradients):
+        values = numpy(logits(queries, [table, other_table], [labels, other_labels]))
+
+        def loss(queries, table, other_table, logits=logits):
+            return ops.sum(weights * logits(queries, [table, other_table],
+                                            [labels, other_labels]))
+
+        _, gradients = input_gradients(loss, [queries, table, other_table])
+        results.append([values] + [numpy(g) for g in gradients])
+    for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
@@ -135,7 +204,7 @@ def test_label_values_equal_per_pair_sums(rng):
     probs = rng.random((B, H, S, S + 2)).astype("float32")
     table = rng.normal(size=(7, D_K)).astype("float32")
     labels = rng.integers(0, 7, (B, S, S + 2))
-    got = label_bias.label_values(probs, table, labels).numpy()
+    got = numpy(label_bias.label_values(probs, table, labels))
     assert got.shape == (B, S, H, D_K)
     for b, i, h in np.ndindex(B, S, H):
         expected = sum(probs[b, h, i, j] * table[labels[b, i, j]] for j in range(S + 2))
@@ -160,7 +229,7 @@ def test_layer_equals_naive_reference(rng, config):
     spec = rng.normal(size=(B, S, D_SPEC)).astype("float32")
     labels = random_labels(rng)
     ids = np.array([[5, 6, 7, 1, 0], [5, 6, 7, 8, 1]])
-    mask = np.broadcast_to(masks.key_padding_mask(ids).numpy(), (B, S, S))
+    mask = np.broadcast_to(numpy(masks.key_padding_mask(ids)), (B, S, S))
     out, details = layer(x, attention_mask=mask, labels=labels,
                          spec_inputs=spec if config.get("spec_heads") else None,
                          return_probs=True)
@@ -210,7 +279,7 @@ def test_causal_mask_hides_the_future(rng):
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     changed = x.copy()
     changed[:, 3:] += 1.0
-    labels = {"relative": masks.causal_mask(S)[0].numpy().astype("int32")}
+    labels = {"relative": numpy(masks.causal_mask(S)[0]).astype("int32")}
     first, _ = layer(x, attention_mask=masks.causal_mask(S), labels=labels)
     second, _ = layer(changed, attention_mask=masks.causal_mask(S), labels=labels)
     np.testing.assert_allclose(first[:, :3], second[:, :3], rtol=1e-6, atol=1e-6)
@@ -241,9 +310,10 @@ def test_parse_head_returns_that_heads_masked_logits(rng):
     _, details = layer(x, attention_mask=masks.key_padding_mask(ids),
                        labels=random_labels(rng), return_probs=True)
     head_logits = details["head_logits"]
-    assert head_logits.dtype == tf.float32 and head_logits.shape == (B, S, S)
-    np.testing.assert_allclose(tf.nn.softmax(head_logits), details["probs"][:, 2], atol=1e-6)
-    assert (head_logits.numpy()[0, :, 4] < -1e8).all()
+    assert keras.backend.standardize_dtype(head_logits.dtype) == "float32"
+    assert head_logits.shape == (B, S, S)
+    np.testing.assert_allclose(ops.softmax(head_logits), details["probs"][:, 2], atol=1e-6)
+    assert (numpy(head_logits)[0, :, 4] < -1e8).all()
 
 
 # ---------------------------------------------------------------------------
@@ -256,7 +326,7 @@ def test_incremental_self_attention_equals_full_causal(rng):
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     full, _ = layer(x, attention_mask=masks.causal_mask(S),
                     labels={"relative": _relative(S, S, 0)})
-    cache = (tf.zeros([B, H, S, D_K]), tf.zeros([B, H, S, D_K]))
+    cache = (np.zeros([B, H, S, D_K], "float32"), np.zeros([B, H, S, D_K], "float32"))
     for step in range(S):
         out, details = layer(
             x[:, step:step + 1], attention_mask=masks.causal_mask(1, S, step),
@@ -286,14 +356,20 @@ def test_precomputed_memory_equals_memory(rng):
 
 
 def test_cache_write_puts_the_new_rows_at_the_position_and_nothing_else(rng):
-    from syntax_t2t.layers.attention import _write_at
     cache = rng.normal(size=(3, 2, 7, 4)).astype("float32")
-    for count in (1, 2):  # one position (decoding) is broadcast, more are padded
+    for count in (1, 2):  # one position (decoding) is a select, more a slice update
         new = rng.normal(size=(3, 2, count, 4)).astype("float32")
-        written = _write_at(tf.constant(cache), 4, tf.constant(new)).numpy()
         expected = cache.copy()
         expected[:, :, 4:4 + count] = new
-        np.testing.assert_array_equal(written, expected)
+        np.testing.assert_array_equal(numpy(attention_cache.write_at(cache, 4, new)), expected)
+        # Traced, with the position a traced scalar as in a decoding loop.
+        written = compiled(attention_cache.write_at)(cache, np.int32(4), new)
+        np.testing.assert_array_equal(numpy(written), expected)
+        keys, values = attention_cache.write((cache, cache + 1), 4, new, new - 1)
+        np.testing.assert_array_equal(numpy(keys), expected)
+        expected_values = cache + 1
+        expected_values[:, :, 4:4 + count] = new - 1
+        np.testing.assert_array_equal(numpy(values), expected_values)
 
 
 # ---------------------------------------------------------------------------
@@ -328,48 +404,64 @@ def test_clear_errors(rng):
         layer(x, labels=random_labels(rng))
 
 
+def squares_and_parse_logits(_, outputs):
+    out, details = outputs
+    return {"total": ops.sum(ops.cast(out, "float32") ** 2) + ops.sum(details["head_logits"])}
+
+
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_forward_and_backward(rng, policy):
+@pytest.mark.parametrize("heads", ["spec_parent", "biaffine_phrase"])
+def test_mixed_precision_forward_and_backward(rng, policy, heads):
+    if heads == "spec_parent":
+        config = dict(spec_heads=[1], parse_head=0, parent_scaled_heads=[2])
+        inputs = dict(spec_inputs=rng.normal(size=(B, S, D_SPEC)).astype("float32"),
+                      parents=rng.uniform(0, S - 1, (B, S)).astype("float32"))
+    else:
+        config = dict(biaffine_head=0, parse_head=0, phrase_heads=[1], phrase_granularities=[1])
+        inputs = dict(phrase_memory=rng.normal(size=(B, 2, S, WIDTH)).astype("float32"),
+                      phrase_mask=rng.random((B, 2, S)) < 0.8)
     layer = MultiHeadAttention(H, D_K, label_vocab_sizes=LABELS, value_bias_labels=["tree"],
-                               spec_heads=[1], parse_head=0, dtype=policy)
+                               dtype=policy, **config)
     layer.build((None, None, WIDTH), spec_inputs_shape=(None, None, D_SPEC))
-    x = tf.constant(rng.normal(size=(B, S, WIDTH)), tf.float32)
-    spec = tf.constant(rng.normal(size=(B, S, D_SPEC)), tf.float32)
-    labels = random_labels(rng)
-    with tf.GradientTape() as tape:
-        out, details = layer(x, labels=labels, spec_inputs=spec, return_probs=True,
-                             training=True)
-        loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2) + tf.reduce_sum(details["head_logits"])
-    assert out.dtype == layer.compute_dtype
-    assert details["probs"].dtype == tf.float32 and details["head_logits"].dtype == tf.float32
+    x = rng.normal(size=(B, S, WIDTH)).astype("float32")
+    bound = Bound(layer, labels=random_labels(rng), return_probs=True, **inputs)
+    (out, details), _, gradients = value_and_gradients(
+        bound, squares_and_parse_logits, x, training=True)
+    dtype = keras.backend.standardize_dtype
+    assert dtype(out.dtype) == layer.compute_dtype != "float32"
+    assert dtype(details["probs"].dtype) == dtype(details["head_logits"].dtype) == "float32"
     assert all(w.dtype == "float32" for w in layer.weights)
-    gradients = tape.gradient(loss, layer.trainable_weights)
-    assert all(g is not None and np.isfinite(g.numpy()).all() for g in gradients)
-    assert all(np.abs(g.numpy()).max() > 0 for g in gradients)
+    assert len(gradients) == len(layer.trainable_weights)
+    assert all(g is not None and np.isfinite(numpy(g)).all() for g in gradients)
+    assert all(np.abs(numpy(g)).max() > 0 for g in gradients)
 
 
 def test_xla_forward_and_backward_equal_eager(rng):
     layer = make_layer(label_vocab_sizes=LABELS, value_bias_labels=["relative", "tree"],
                        spec_heads=[0], parse_head=1)
     randomize(layer, rng)
-    x = tf.constant(rng.normal(size=(B, S, WIDTH)), tf.float32)
-    spec = tf.constant(rng.normal(size=(B, S, D_SPEC)), tf.float32)
-    labels = {k: tf.constant(v, tf.int32) for k, v in random_labels(rng).items()}
-    mask = masks.key_padding_mask(tf.constant([[4, 4, 4, 1, 0], [4, 4, 4, 4, 1]]))
+    x = rng.normal(size=(B, S, WIDTH)).astype("float32")
+    spec = rng.normal(size=(B, S, D_SPEC)).astype("float32")
+    labels = {k: v.astype("int32") for k, v in random_labels(rng).items()}
+    mask = masks.key_padding_mask(np.array([[4, 4, 4, 1, 0], [4, 4, 4, 4, 1]]))
+
+    def loss(_, outputs):
+        out, details = outputs
+        parse_log_probs = ops.log_softmax(details["head_logits"])
+        return {"total": ops.sum(out ** 2) + ops.sum(parse_log_probs)}
 
     def step(x, spec, labels):
-        with tf.GradientTape() as tape:
-            out, details = layer(x, attention_mask=mask, labels=labels, spec_inputs=spec)
-            parse_log_probs = tf.nn.log_softmax(details["head_logits"])
-            loss = tf.reduce_sum(out ** 2) + tf.reduce_sum(parse_log_probs)
-        return out, tape.gradient(loss, layer.trainable_weights)
+        bound = Bound(layer, attention_mask=mask, labels=labels, spec_inputs=spec)
+        (out, _), _, gradients = value_and_gradients(bound, loss, x)
+        return out, gradients
 
     eager_out, eager_gradients = step(x, spec, labels)
-    xla_out, xla_gradients = tf.function(step, jit_compile=True)(x, spec, labels)
-    np.testing.assert_allclose(xla_out, eager_out, rtol=1e-4, atol=1e-4)
+    xla_out, xla_gradients = compiled(step)(x, spec, labels)
+    np.testing.assert_allclose(numpy(xla_out), numpy(eager_out), rtol=1e-4, atol=1e-4)
+    assert len(xla_gradients) == len(eager_gradients) == len(layer.trainable_weights)
     for xla_gradient, eager_gradient in zip(xla_gradients, eager_gradients):
-        np.testing.assert_allclose(tf.convert_to_tensor(xla_gradient),
-                                   tf.convert_to_tensor(eager_gradient), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(numpy(xla_gradient), numpy(eager_gradient),
+                                   rtol=1e-3, atol=1e-3)
 
 
 def test_dropout_only_in_training(rng):

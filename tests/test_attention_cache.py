@@ -4,26 +4,36 @@ In-place cache writes (`attention_cache.InPlaceCache`) against the select
 write, and cross-attention whose memory has one row per sentence (the
 beams' queries grouped on it) against the memory repeated per beam. Both
 must leave every decoded id and score bit for bit as it was.
+
+In-place caches are TensorFlow's (`syntax_t2t/backend/inplace_cache.py`);
+their tests import TensorFlow themselves and are skipped on other backends.
 """
 
+import keras
 import numpy as np
-import tensorflow as tf
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keras import ops
 
-from syntax_t2t import registry
-from syntax_t2t.cli import registration
-from syntax_t2t.decoding.fast_decode import decode_batch
 from syntax_t2t.layers import attention_cache
-from syntax_t2t.layers.attention import MultiHeadAttention, _write_at
+from syntax_t2t.layers.attention import MultiHeadAttention
 
-registration.import_all()
+pytestmark = pytest.mark.backends
+
+tensorflow_only = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="in-place caches write with TensorFlow's InplaceUpdate; other backends decode "
+           "with plain (keys, values) caches")
 
 
+@tensorflow_only
 @settings(max_examples=25, deadline=None)
 @given(batch=st.integers(1, 4), heads=st.integers(1, 3), length=st.integers(1, 9),
        depth=st.integers(1, 5), data=st.data())
 def test_in_place_write_stores_what_the_select_write_stores(batch, heads, length, depth, data):
+    import tensorflow as tf
+
     position = data.draw(st.integers(0, length - 1))
     count = data.draw(st.integers(1, length - position))
     rng = np.random.RandomState(batch * 1000 + length * 10 + depth)
@@ -34,10 +44,14 @@ def test_in_place_write_stores_what_the_select_write_stores(batch, heads, length
     written = [attention_cache.write_in_place(tf.constant(old), position, tf.constant(new))
                for old, new in ((keys, new_keys), (values, new_values))]
     for old, new, result in zip((keys, values), (new_keys, new_values), written):
-        expected = _write_at(tf.constant(old), position, tf.constant(new)).numpy()
+        expected = attention_cache.write_at(tf.constant(old), position, tf.constant(new)).numpy()
         np.testing.assert_array_equal(result.numpy(), expected)
 
+
+@tensorflow_only
 def test_in_place_caches_never_share_a_buffer():
+    import tensorflow as tf
+
     # Identical `zeros` may be merged into one tensor by graph optimisation;
     # written in place, two caches would then overwrite each other.
     @tf.function
@@ -53,6 +67,14 @@ def test_in_place_caches_never_share_a_buffer():
             np.testing.assert_array_equal(part[:, :, 1], value)
             np.testing.assert_array_equal(np.delete(part, 1, axis=2), 0.0)
 
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow",
+                    reason="the refusal of the other backends")
+def test_in_place_caches_are_refused_without_tensorflow():
+    with pytest.raises(ValueError, match="need the TensorFlow backend.*in_place=False"):
+        attention_cache.empty_in_place_cache([1, 2, 3, 4], "float32")
+
+
 @settings(max_examples=20, deadline=None)
 @given(sentences=st.integers(1, 5), beams=st.integers(1, 4), memory_length=st.integers(1, 12),
        heads=st.sampled_from([1, 2, 4]), key_dim=st.sampled_from([4, 16, 64]),
@@ -61,29 +83,40 @@ def test_grouped_memory_attention_equals_the_memory_repeated_per_beam(
         sentences, beams, memory_length, heads, key_dim, seed):
     rng = np.random.RandomState(seed)
     layer = MultiHeadAttention(heads, key_dim)
-    memory = tf.constant(rng.normal(size=(sentences, memory_length, 8)).astype("float32"))
-    query = tf.constant(rng.normal(size=(sentences * beams, 1, 8)).astype("float32"))
+    memory = rng.normal(size=(sentences, memory_length, 8)).astype("float32")
+    query = rng.normal(size=(sentences * beams, 1, 8)).astype("float32")
     lengths = rng.randint(1, memory_length + 1, size=sentences)
-    mask = tf.constant(np.arange(memory_length)[None, None, :] < lengths[:, None, None])
-    layer(query, tf.repeat(memory, beams, axis=0), attention_mask=tf.repeat(mask, beams, axis=0))
+    mask = np.arange(memory_length)[None, None, :] < lengths[:, None, None]
+    layer(query, np.repeat(memory, beams, axis=0), attention_mask=np.repeat(mask, beams, axis=0))
     grouped, grouped_details = layer(query, attention_mask=mask,
                                      cache=layer.keys_and_values(memory), return_probs=True)
     repeated, repeated_details = layer(
-        query, attention_mask=tf.repeat(mask, beams, axis=0),
-        cache=layer.keys_and_values(tf.repeat(memory, beams, axis=0)), return_probs=True)
-    np.testing.assert_array_equal(grouped.numpy(), repeated.numpy())
-    np.testing.assert_array_equal(grouped_details["probs"].numpy(),
-                                  repeated_details["probs"].numpy())
+        query, attention_mask=np.repeat(mask, beams, axis=0),
+        cache=layer.keys_and_values(np.repeat(memory, beams, axis=0)), return_probs=True)
+    np.testing.assert_array_equal(ops.convert_to_numpy(grouped), ops.convert_to_numpy(repeated))
+    np.testing.assert_array_equal(ops.convert_to_numpy(grouped_details["probs"]),
+                                  ops.convert_to_numpy(repeated_details["probs"]))
 
 
 def tiny_transformer(**overrides):
+    import tensorflow as tf
+
+    from syntax_t2t import registry
+    from syntax_t2t.cli import registration
+
+    registration.import_all()
     hparams = registry.hparams("transformer_tiny")
     hparams.override(dict(hidden_size=32, filter_size=64, num_heads=4, **overrides))
     tf.random.set_seed(3)
     return registry.model("transformer")(hparams, {"inputs": 30, "targets": 40})
 
 
+@tensorflow_only
 def test_in_place_decoding_gives_the_plain_decodings_ids_and_scores():
+    import tensorflow as tf
+
+    from syntax_t2t.decoding.fast_decode import decode_batch
+
     rng = np.random.RandomState(5)
     inputs = rng.randint(4, 30, size=(5, 8)).astype(np.int32)
     inputs[:, -1] = 1

@@ -31,12 +31,17 @@ One layer covers all the attention the models need:
 * a (keys, values) cache for incremental decoding, heads first ([B, H, S, d]).
 
 Logits, softmax and the returned probabilities are float32 under any Keras
-mixed-precision policy; the projections run in the compute dtype.
+mixed-precision policy; the projections run in the compute dtype. The layer
+is written in `keras.ops` and gives the same numbers on every backend.
 """
 
-import keras
-import tensorflow as tf
+from typing import Any, Mapping, Optional, Sequence
 
+import keras
+import numpy as np
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 from syntax_t2t.layers import attention_cache, label_bias, parent_scaling
 from syntax_t2t.layers.biaffine import BiaffineScorer
 
@@ -90,12 +95,17 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments (name, dtype, ...).
     """
 
-    def __init__(self, num_heads, key_dim, dropout=0.0, output_dim=None,
-                 label_vocab_sizes=None, value_bias_labels=(), spec_heads=(),
-                 parse_head=None, parent_scaled_heads=(), parent_variance=1.0,
-                 parent_weighting="gaussian", parent_ignoring=0.0, biaffine_head=None, biaffine_size=None,
-                 phrase_heads=(), phrase_granularities=(), seed=None,
-                 kernel_initializer="glorot_uniform", label_initializer="glorot_uniform", **kwargs):
+    def __init__(self, num_heads: int, key_dim: int, dropout: float = 0.0,
+                 output_dim: Optional[int] = None,
+                 label_vocab_sizes: Optional[Mapping[str, int]] = None,
+                 value_bias_labels: Sequence[str] = (), spec_heads: Sequence[int] = (),
+                 parse_head: Optional[int] = None, parent_scaled_heads: Sequence[int] = (),
+                 parent_variance: float = 1.0, parent_weighting: str = "gaussian",
+                 parent_ignoring: float = 0.0, biaffine_head: Optional[int] = None,
+                 biaffine_size: Optional[int] = None, phrase_heads: Sequence[int] = (),
+                 phrase_granularities: Sequence[int] = (), seed: Optional[int] = None,
+                 kernel_initializer: Any = "glorot_uniform",
+                 label_initializer: Any = "glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)
@@ -229,7 +239,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def _project(self, inputs, kernel):
         """[B, S, D] x [D, h, d] -> [B, S, h, d] in the compute dtype."""
-        return tf.einsum("bsd,dhk->bshk", inputs, tf.cast(kernel, self.compute_dtype))
+        return ops.einsum("bsd,dhk->bshk", inputs, ops.cast(kernel, self.compute_dtype))
 
     def _queries_or_keys(self, inputs, spec_inputs, kernel_name):
         """Queries or keys of all heads, [B, S, H, d]; spec heads from `spec_inputs`.
@@ -242,13 +252,13 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.spec_heads:
             parts.append(self._project(spec_inputs, getattr(self, "spec_" + kernel_name)))
         if self.biaffine is not None:
-            shape = tf.concat([tf.shape(inputs)[:2], [1, self.key_dim]], axis=0)
-            parts.append(tf.zeros(shape, self.compute_dtype))
+            shape = ops.shape(inputs)
+            parts.append(ops.zeros((shape[0], shape[1], 1, self.key_dim), self.compute_dtype))
         if len(parts) == 1 and self._head_order == tuple(range(self.num_heads)):
             return parts[0]
-        return tf.gather(tf.concat(parts, axis=2), list(self._head_order), axis=2)
+        return ops.take(ops.concatenate(parts, axis=2), list(self._head_order), axis=2)
 
-    def keys_and_values(self, source, spec_inputs=None):
+    def keys_and_values(self, source: Tensor, spec_inputs: Optional[Tensor] = None) -> tuple:
         """Keys and values of `source`: a cache entry.
 
         Args:
@@ -266,10 +276,12 @@ class MultiHeadAttention(keras.layers.Layer):
             entry copies both halves (and, in training, its gradient builds
             a zero-padded tensor of the stack's size).
         """
-        source = tf.cast(source, self.compute_dtype)
+        source = ops.cast(source, self.compute_dtype)
         spec_inputs = self._spec_inputs(spec_inputs)
-        keys = tf.transpose(self._queries_or_keys(source, spec_inputs, "key_kernel"), [0, 2, 1, 3])
-        values = tf.einsum("bsd,dhk->bhsk", source, tf.cast(self.value_kernel, self.compute_dtype))
+        keys = ops.transpose(self._queries_or_keys(source, spec_inputs, "key_kernel"),
+                             (0, 2, 1, 3))
+        values = ops.einsum("bsd,dhk->bhsk", source,
+                            ops.cast(self.value_kernel, self.compute_dtype))
         return keys, values
 
     def _phrase_keys_and_values(self, keys, values, phrase_memory):
@@ -285,21 +297,21 @@ class MultiHeadAttention(keras.layers.Layer):
         if phrase_memory is None:
             raise ValueError(f"attention layer {self.name!r} has phrase heads "
                              f"{list(self.phrase_heads)} but got no phrase_memory")
-        memory = tf.gather(tf.cast(phrase_memory, self.compute_dtype),
-                           list(self.phrase_granularities), axis=1)  # [B, Hp, S, D]
+        memory = ops.take(ops.cast(phrase_memory, self.compute_dtype),
+                          list(self.phrase_granularities), axis=1)  # [B, Hp, S, D]
         # Phrase heads are regular heads: their kernels are slices of the regular ones.
         regular = [h for h in range(self.num_heads) if self._head_order[h] < self._num_regular_heads]
         slots = [regular.index(h) for h in self.phrase_heads]
-        key_kernel = tf.gather(tf.cast(self.key_kernel, self.compute_dtype), slots, axis=1)
-        value_kernel = tf.gather(tf.cast(self.value_kernel, self.compute_dtype),
-                                 list(self.phrase_heads), axis=1)
-        phrase_keys = tf.einsum("bhsd,dhk->bhsk", memory, key_kernel)
-        phrase_values = tf.einsum("bhsd,dhk->bhsk", memory, value_kernel)
+        key_kernel = ops.take(ops.cast(self.key_kernel, self.compute_dtype), slots, axis=1)
+        value_kernel = ops.take(ops.cast(self.value_kernel, self.compute_dtype),
+                                list(self.phrase_heads), axis=1)
+        phrase_keys = ops.einsum("bhsd,dhk->bhsk", memory, key_kernel)
+        phrase_values = ops.einsum("bhsd,dhk->bhsk", memory, value_kernel)
         # Head h takes slot h of concat([token heads, phrase heads]).
         order = [self.num_heads + self.phrase_heads.index(h) if h in self.phrase_heads else h
                  for h in range(self.num_heads)]
-        return (tf.gather(tf.concat([keys, phrase_keys], axis=1), order, axis=1),
-                tf.gather(tf.concat([values, phrase_values], axis=1), order, axis=1))
+        return (ops.take(ops.concatenate([keys, phrase_keys], axis=1), order, axis=1),
+                ops.take(ops.concatenate([values, phrase_values], axis=1), order, axis=1))
 
     def _spec_inputs(self, spec_inputs):
         if not self.spec_heads:
@@ -307,7 +319,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if spec_inputs is None:
             raise ValueError(f"attention layer {self.name!r} has specialised heads "
                              f"{list(self.spec_heads)} but got no spec_inputs")
-        return tf.cast(spec_inputs, self.compute_dtype)
+        return ops.cast(spec_inputs, self.compute_dtype)
 
     def _labels(self, labels, batch_size, query_length, key_length):
         """Checks that every configured label kind is given; broadcasts to [B, Sq, Sk]."""
@@ -316,8 +328,8 @@ class MultiHeadAttention(keras.layers.Layer):
         if missing:
             raise ValueError(f"attention layer {self.name!r} needs labels {missing}, "
                              f"got {sorted(labels)}")
-        shape = tf.stack([batch_size, query_length, key_length])
-        return {name: tf.broadcast_to(tf.cast(labels[name], tf.int32), shape)
+        shape = (batch_size, query_length, key_length)
+        return {name: ops.broadcast_to(ops.cast(labels[name], "int32"), shape)
                 for name in self.label_vocab_sizes}
 
     def _scale_by_parents(self, logits, parents, training):
@@ -325,17 +337,21 @@ class MultiHeadAttention(keras.layers.Layer):
         if parents is None:
             raise ValueError(f"attention layer {self.name!r} has parent-scaled heads "
                              f"{list(self.parent_scaled_heads)} but got no parents")
-        weights = parent_scaling.scaling_weights(parents, tf.shape(logits)[-1],
+        weights = parent_scaling.scaling_weights(parents, ops.shape(logits)[-1],
                                                  self.parent_weighting, self.parent_variance)
         if training and self.parent_ignoring > 0:
             weights = parent_scaling.ignore_parents(weights, self.parent_ignoring,
                                                     self._parent_seed)
-        chosen = tf.constant([h in self.parent_scaled_heads for h in range(self.num_heads)])
-        return tf.where(chosen[None, :, None, None], logits * weights[:, None], logits)
+        chosen = np.array([h in self.parent_scaled_heads for h in range(self.num_heads)])
+        return ops.where(chosen[None, :, None, None], logits * weights[:, None], logits)
 
-    def call(self, query, memory=None, *, attention_mask=None, labels=None, spec_inputs=None,
-             parents=None, phrase_memory=None, phrase_mask=None, cache=None,
-             cache_update_index=None, return_probs=False, training=False):
+    def call(self, query: Tensor, memory: Optional[Tensor] = None, *,
+             attention_mask: Optional[Tensor] = None,
+             labels: Optional[Mapping[str, Tensor]] = None, spec_inputs: Optional[Tensor] = None,
+             parents: Optional[Tensor] = None, phrase_memory: Optional[Tensor] = None,
+             phrase_mask: Optional[Tensor] = None, cache: Optional[attention_cache.Cache] = None,
+             cache_update_index: Optional[Tensor] = None, return_probs: bool = False,
+             training: bool = False) -> tuple:
         """Attends from `query` to `memory` (or to itself).
 
         Args:
@@ -387,84 +403,84 @@ class MultiHeadAttention(keras.layers.Layer):
                 memory is not None or cache is not None):
             raise ValueError(f"attention layer {self.name!r}: parent-scaled, bi-affine and phrase "
                              "heads need full self-attention, without a memory or a cache")
-        query = tf.cast(query, self.compute_dtype)
+        query = ops.cast(query, self.compute_dtype)
         spec_inputs = self._spec_inputs(spec_inputs)
         details = {}
         queries = self._queries_or_keys(query, spec_inputs, "query_kernel")
-        queries *= tf.cast(self.key_dim ** -0.5, self.compute_dtype)
+        queries *= ops.cast(self.key_dim ** -0.5, self.compute_dtype)
 
-        ungrouped = None
+        query_shape = None  # [B, Sq, H, d] of queries grouped on a memory row
         if cache is not None and cache_update_index is None:
-            keys, values = (tf.cast(part, self.compute_dtype) for part in self._cache_pair(cache))
+            keys, values = (ops.cast(part, self.compute_dtype) for part in self._cache_pair(cache))
             details["cache"] = cache
             # A memory row may serve several consecutive query rows (a
             # sentence's beams): their queries are stacked on it rather than
             # the memory repeated, which reads it once (each query's products
             # are the same).
-            ungrouped = (tf.shape(queries), queries.shape)
-            queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads, self.key_dim])
+            query_shape = ops.shape(queries)
+            queries = ops.reshape(queries, (ops.shape(keys)[0], -1, self.num_heads, self.key_dim))
         else:
             keys, values = self.keys_and_values(query if memory is None else memory, spec_inputs)
             if cache is not None:
-                in_place = isinstance(cache, attention_cache.InPlaceCache)
-                write = attention_cache.write_in_place if in_place else _write_at
-                keys, values = (
-                    write(tf.cast(part, self.compute_dtype), cache_update_index, new)
-                    for part, new in zip(self._cache_pair(cache), (keys, values)))
-                details["cache"] = (attention_cache.InPlaceCache(keys, values) if in_place
-                                    else (keys, values))
+                parts = [ops.cast(part, self.compute_dtype) for part in self._cache_pair(cache)]
+                cache = (attention_cache.InPlaceCache(*parts)
+                         if isinstance(cache, attention_cache.InPlaceCache) else tuple(parts))
+                details["cache"] = attention_cache.write(cache, cache_update_index, keys, values)
+                keys, values = details["cache"]
             if self.phrase_heads:
                 keys, values = self._phrase_keys_and_values(keys, values, phrase_memory)
 
-        logits = tf.cast(tf.einsum("bqhd,bhkd->bhqk", queries, keys), tf.float32)
-        batch_size, query_length = tf.shape(queries)[0], tf.shape(queries)[1]
-        labels = self._labels(labels, batch_size, query_length, tf.shape(keys)[2])
-        word_heads = tf.constant([h not in self.phrase_heads for h in range(self.num_heads)],
-                                 tf.float32)[None, :, None, None]
+        logits = ops.cast(ops.einsum("bqhd,bhkd->bhqk", queries, keys), "float32")
+        shape = ops.shape(queries)
+        labels = self._labels(labels, shape[0], shape[1], ops.shape(keys)[2])
+        word_heads = ops.convert_to_tensor(np.array(
+            [h not in self.phrase_heads for h in range(self.num_heads)], "float32"))
         if self.key_label_tables:
             names = list(self.key_label_tables)
-            label_logits = tf.cast(label_bias.label_logits(
+            label_logits = ops.cast(label_bias.label_logits(
                 queries, [self.key_label_tables[n] for n in names], [labels[n] for n in names]),
-                tf.float32)
-            logits += word_heads * label_logits if self.phrase_heads else label_logits
+                "float32")
+            logits += (word_heads[None, :, None, None] * label_logits if self.phrase_heads
+                       else label_logits)
         if self.biaffine is not None:
-            chosen = tf.one_hot(self.biaffine_head, self.num_heads, dtype=tf.float32)
+            chosen = ops.convert_to_tensor(
+                np.eye(self.num_heads, dtype="float32")[self.biaffine_head])
             logits += chosen[None, :, None, None] * self.biaffine(query)[:, None]
         if self.parent_scaled_heads:
             logits = self._scale_by_parents(logits, parents, training)
         if attention_mask is not None or self.phrase_heads:
-            mask = (tf.ones([1, 1, 1, 1], tf.bool) if attention_mask is None
-                    else tf.cast(attention_mask, tf.bool)[:, None, :, :])
+            mask = (ops.ones((1, 1, 1, 1), "bool") if attention_mask is None
+                    else ops.cast(attention_mask, "bool")[:, None, :, :])
             if self.phrase_heads:
                 mask = self._phrase_head_mask(mask, phrase_mask)
-            logits += tf.where(mask, 0.0, MASK_BIAS)
-        probs = tf.nn.softmax(logits, axis=-1)
+            logits += ops.where(mask, 0.0, MASK_BIAS)
+        probs = ops.softmax(logits, axis=-1)
         if return_probs:
-            details["probs"] = probs if ungrouped is None else self._ungroup(probs, ungrouped[0])
+            details["probs"] = probs if query_shape is None else self._ungroup(probs, query_shape)
         if self.parse_head is not None:
             head_logits = logits[:, self.parse_head]
-            details["head_logits"] = (head_logits if ungrouped is None else tf.reshape(
-                head_logits, [ungrouped[0][0], ungrouped[0][1], -1]))
+            details["head_logits"] = (head_logits if query_shape is None else ops.reshape(
+                head_logits, (query_shape[0], query_shape[1], -1)))
 
-        weights = self._dropout_layer(tf.cast(probs, self.compute_dtype), training=training)
-        context = tf.einsum("bhqk,bhkd->bqhd", weights, values)
+        weights = self._dropout_layer(ops.cast(probs, self.compute_dtype), training=training)
+        context = ops.einsum("bhqk,bhkd->bqhd", weights, values)
         for name, table in self.value_label_tables.items():
             label_values = label_bias.label_values(weights, table, labels[name])  # [B, Sq, H, d]
             if self.phrase_heads:
-                label_values *= tf.cast(word_heads[:, None, :, 0], label_values.dtype)
+                label_values *= ops.cast(word_heads[None, None, :, None], label_values.dtype)
             context += label_values
-        if ungrouped is not None:
-            context = tf.ensure_shape(tf.reshape(context, ungrouped[0]), ungrouped[1])
-        output_kernel = tf.cast(self.output_kernel, self.compute_dtype)
-        outputs = tf.einsum("bqhd,hdo->bqo", context, output_kernel)
+        if query_shape is not None:
+            context = ops.reshape(context, query_shape)
+        output_kernel = ops.cast(self.output_kernel, self.compute_dtype)
+        outputs = ops.einsum("bqhd,hdo->bqo", context, output_kernel)
         return outputs, details
 
     def _ungroup(self, tensor, query_shape):
         """[B / g, H, g * Sq, Sk] of grouped queries -> [B, H, Sq, Sk] (`query_shape` [B, Sq, ...])."""
-        tensor = tf.reshape(tensor, tf.stack([tf.shape(tensor)[0], self.num_heads, -1,
-                                              query_shape[1], tf.shape(tensor)[3]]))
-        return tf.reshape(tf.transpose(tensor, [0, 2, 1, 3, 4]),
-                          tf.stack([query_shape[0], self.num_heads, query_shape[1], -1]))
+        shape = ops.shape(tensor)
+        tensor = ops.reshape(tensor, (shape[0], self.num_heads, -1, query_shape[1], shape[3]))
+        return ops.reshape(ops.transpose(tensor, (0, 2, 1, 3, 4)),
+                           (query_shape[0], self.num_heads, query_shape[1], shape[3]))
 
     def _cache_pair(self, cache):
         if not (isinstance(cache, (tuple, list)) and len(cache) == 2):
@@ -479,11 +495,11 @@ class MultiHeadAttention(keras.layers.Layer):
                              f"{list(self.phrase_heads)} but got no phrase_mask")
         granularity = [self.phrase_granularities[self.phrase_heads.index(h)]
                        if h in self.phrase_heads else 0 for h in range(self.num_heads)]
-        per_head = tf.gather(tf.cast(phrase_mask, tf.bool), granularity, axis=1)[:, :, None, :]
-        is_phrase = tf.constant([h in self.phrase_heads for h in range(self.num_heads)])
-        return tf.where(is_phrase[None, :, None, None], per_head, mask)
+        per_head = ops.take(ops.cast(phrase_mask, "bool"), granularity, axis=1)[:, :, None, :]
+        is_phrase = np.array([h in self.phrase_heads for h in range(self.num_heads)])
+        return ops.where(is_phrase[None, :, None, None], per_head, mask)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             num_heads=self.num_heads,
@@ -508,18 +524,3 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         return config
 
-
-def _write_at(cache, position, new):
-    """`cache[:, :, position:position + Sq] = new` for [B, H, Sk, d] and [B, H, Sq, d].
-
-    A select over the cache rather than `dynamic_update_slice` or a scatter:
-    without XLA those ran 5 to 6 times slower per byte on a CPU (the first
-    as a one-op XLA program per call). A one-position `new` is broadcast
-    along the positions, so it is not padded first.
-    """
-    length, count = tf.shape(cache)[2], tf.shape(new)[2]
-    positions = tf.range(length)
-    at = (positions >= position) & (positions < position + count)
-    if new.shape[2] != 1:
-        new = tf.pad(new, [[0, 0], [0, 0], [position, length - position - count], [0, 0]])
-    return tf.where(at[None, None, :, None], new, cache)

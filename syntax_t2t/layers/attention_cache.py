@@ -2,72 +2,67 @@
 
 A cache is a `(keys, values)` pair of [B, H, T_max, d] tensors (heads first,
 see `MultiHeadAttention.keys_and_values`); a decoding step writes the keys
-and values of its position into both. A plain tuple is written by a select
-that makes a new tensor (`attention._write_at`), so the cache passed in
-stays as it was.
-
-An `InPlaceCache` is written into its own buffers instead (`InplaceUpdate`),
-which copies d numbers per row and head rather than the whole cache: the
-select was a fifth of a beam-4 decoding step on a CPU (profile of
-2026-11-24, docs/performance.md). This is only correct while no one else
-holds those buffers, which the decoding loops guarantee:
-
-* `empty_in_place_cache` allocates each buffer with `Empty`, a stateful op
-  that graph optimisation never merges with an identical one (as it may
-  merge identical `zeros`), so no two caches share memory;
-* a step's new cache is its input, written; the loops pass it on and never
-  read the old one again;
-* the beam search reorders the cache with a gather, which makes new
-  buffers;
-* a step writes position t + 1 only after the tokens of step t are known,
-  that is after every read of step t (greedy and beam search feed back the
-  tokens they chose).
-
-Both writes store the same numbers, so decoding gives the same outputs
-either way. XLA has no `InplaceUpdate`: the XLA decoder uses plain tuples.
+and values of its position into both (`write`). A plain tuple is written
+into new tensors, so the cache passed in stays as it was: this works on
+every backend and under XLA. An `InPlaceCache` (`syntax_t2t.backend.
+inplace_cache`, re-exported here) is written into its own buffers instead,
+for TensorFlow decoding without XLA; both store the same numbers.
 """
 
-import typing
+from typing import Tuple, Union
 
-import tensorflow as tf
+import keras
 
+from syntax_t2t.backend import Tensor
+from syntax_t2t.backend.inplace_cache import InPlaceCache, empty_in_place_cache, write_in_place
 
-class InPlaceCache(typing.NamedTuple):
-    """A self-attention cache written in place (see the module docstring).
+__all__ = ["InPlaceCache", "empty_in_place_cache", "write", "write_at", "write_in_place"]
 
-    Attributes:
-        keys: [B, H, T_max, d].
-        values: [B, H, T_max, d].
-    """
-
-    keys: tf.Tensor
-    values: tf.Tensor
+#: What `MultiHeadAttention` takes as a self-attention cache.
+Cache = Union[Tuple[Tensor, Tensor], InPlaceCache]
 
 
-def empty_in_place_cache(shape, dtype):
-    """An `InPlaceCache` of zeros of `shape` [B, H, T_max, d], in two buffers of its own."""
-    shape = tf.stack(shape)
-    return InPlaceCache(*(tf.raw_ops.Empty(shape=shape, dtype=dtype, init=True)
-                          for _ in range(2)))
-
-
-def write_in_place(cache, position, new):
-    """`cache[:, :, position:position + Sq] = new`, written into `cache`'s own buffer.
+def write(cache: Cache, position: Tensor, keys: Tensor, values: Tensor) -> Cache:
+    """Writes a step's keys and values into `cache` at `position`.
 
     Args:
-        cache: [B, H, Sk, d], a buffer no one else reads (module docstring).
+        cache: `(keys, values)`, each [B, H, T_max, d], or an `InPlaceCache`.
+        position: int32 scalar, the position of the first new row.
+        keys: [B, H, Sq, d] in the cache's dtype.
+        values: [B, H, Sq, d] in the cache's dtype.
+
+    Returns:
+        A cache of `cache`'s kind with the new rows written: an
+        `InPlaceCache` written into its own buffers, a plain pair written
+        into new tensors.
+    """
+    if isinstance(cache, InPlaceCache):
+        return InPlaceCache(write_in_place(cache.keys, position, keys),
+                            write_in_place(cache.values, position, values))
+    return write_at(cache[0], position, keys), write_at(cache[1], position, values)
+
+
+def write_at(cache: Tensor, position: Tensor, new: Tensor) -> Tensor:
+    """`cache[:, :, position:position + Sq] = new` in a new tensor.
+
+    One position (a decoding step) is written by a select over the cache,
+    the new row broadcast along the positions: without XLA, TensorFlow ran
+    `dynamic_update_slice` (`keras.ops.slice_update`) and scatters 5 to 6
+    times slower per byte on a CPU (the first as a one-op XLA program per
+    call; docs/performance.md). Several positions are written with
+    `slice_update`, which needs no padding to a dynamic position (JAX
+    cannot pad by a traced width).
+
+    Args:
+        cache: [B, H, Sk, d].
         position: int32 scalar, the first position written.
         new: [B, H, Sq, d] of `cache`'s dtype.
 
     Returns:
-        `cache`'s buffer, written, as a tensor of its shape: the rows
-        (b, h, position + j) of d numbers of a [B * H * Sk, d] view are
-        replaced.
+        [B, H, Sk, d].
     """
-    shape = tf.shape(cache)
-    rows = (tf.range(shape[0] * shape[1])[:, None] * shape[2]
-            + position + tf.range(tf.shape(new)[2])[None, :])
-    written = tf.raw_ops.InplaceUpdate(x=tf.reshape(cache, [-1, shape[3]]),
-                                       i=tf.reshape(rows, [-1]),
-                                       v=tf.reshape(new, [-1, shape[3]]))
-    return tf.ensure_shape(tf.reshape(written, shape), cache.shape)
+    if new.shape[2] != 1:
+        return keras.ops.slice_update(cache, (0, 0, position, 0), new)
+    positions = keras.ops.arange(keras.ops.shape(cache)[2], dtype="int32")
+    at = keras.ops.equal(positions, keras.ops.cast(position, "int32"))
+    return keras.ops.where(at[None, None, :, None], new, cache)

@@ -12,7 +12,9 @@ head a learned prior `u^T head_j` besides the bilinear term.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 
 
 class BiaffineScorer(keras.layers.Layer):
@@ -25,7 +27,8 @@ class BiaffineScorer(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, units, negative_slope=0.1, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, units: int, negative_slope: float = 0.1,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"biaffine scorer {self.name!r}: units must be positive, got {units}")
@@ -50,24 +53,24 @@ class BiaffineScorer(keras.layers.Layer):
 
     def _project(self, inputs, kernel, bias):
         dtype = self.compute_dtype
-        hidden = tf.matmul(inputs, tf.cast(kernel, dtype)) + tf.cast(bias, dtype)
-        return keras.ops.leaky_relu(hidden, negative_slope=self.negative_slope)
+        hidden = ops.matmul(inputs, ops.cast(kernel, dtype)) + ops.cast(bias, dtype)
+        return ops.leaky_relu(hidden, negative_slope=self.negative_slope)
 
-    def call(self, inputs):
+    def call(self, inputs: Tensor) -> Tensor:
         """Pair scores of `inputs` [B, S, D].
 
         Returns:
             float32 [B, S, S]; entry (t, j) scores token j as the head of token t.
         """
-        inputs = tf.cast(inputs, self.compute_dtype)
+        inputs = ops.cast(inputs, self.compute_dtype)
         dependents = self._project(inputs, self.dependent_kernel, self.dependent_bias)
         heads = self._project(inputs, self.head_kernel, self.head_bias)
-        dependents = tf.concat([dependents, tf.ones_like(dependents[..., :1])], axis=-1)
-        bilinear = tf.cast(self.bilinear, self.compute_dtype)
-        scores = tf.einsum("btu,uv,bjv->btj", dependents, bilinear, heads)
-        return tf.cast(scores, tf.float32)
+        dependents = ops.concatenate([dependents, ops.ones_like(dependents[..., :1])], axis=-1)
+        bilinear = ops.cast(self.bilinear, self.compute_dtype)
+        scores = ops.einsum("btu,uv,bjv->btj", dependents, bilinear, heads)
+        return ops.cast(scores, "float32")
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(units=self.units, negative_slope=self.negative_slope,
                       kernel_initializer=keras.initializers.serialize(self.kernel_initializer))

@@ -7,7 +7,7 @@ builds a [B, Sq, Sk, d] tensor, which is what made the thesis's TreeDistance
 and TreeTraversal models 70-200 % slower. The label vocabulary is small
 (L <= ~90), so both terms are computed per label instead:
 
-* key bias: `q_i . E[l]` for all labels l ([B, Sq, L, H], one small matmul),
+* key bias: `q_i . E[l]` for all labels l ([B, H, Sq, L], one small matmul),
   then a gather by `label_ij`;
 * value bias: the probabilities are first summed per label,
   `P[i, l] = sum_{j: label_ij = l} a_ij`, then `P @ F` ([B, Sq, H, d]).
@@ -15,73 +15,66 @@ and TreeTraversal models 70-200 % slower. The label vocabulary is small
 Queries arrive already scaled by 1/sqrt(d), so the key term needs no scaling.
 """
 
-import tensorflow as tf
+from typing import Sequence
+
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 
 
-def label_logits(queries, tables, labels):
+def label_logits(queries: Tensor, tables: Sequence[Tensor], labels: Sequence[Tensor]) -> Tensor:
     """Key-bias logits `sum_n q_i . E_n[label_n_ij]` for every head and pair.
 
     All label kinds of a layer (e.g. relative positions and tree traversals)
-    go through one matmul with their stacked tables and one compiled call.
+    go through one matmul with their stacked tables.
 
     Args:
         queries: [B, Sq, H, d] (already scaled by 1/sqrt(d)).
         tables: a list of [L_n, d] label embeddings, each shared by the heads
             (variables or tensors).
-        labels: a list of int32 [B, Sq, Sk] label ids in [0, L_n), one per table.
+        labels: a list of int [B, Sq, Sk] label ids in [0, L_n), one per table.
 
     Returns:
         [B, H, Sq, Sk] in the dtype of `queries`: the sum over the kinds.
     """
-    queries = tf.convert_to_tensor(queries)
-    tables = [tf.cast(table, queries.dtype) for table in tables]
-    labels = [tf.cast(ids, tf.int32) for ids in labels]
     if not tables or len(tables) != len(labels):
         raise ValueError(f"label_logits needs one label tensor per table, got {len(tables)} "
                          f"tables and {len(labels)} label tensors")
-    logits = _compiled_label_logits(queries, tables, labels)
-    # A compiled function's outputs have no shape in the graph; the
-    # optimizer's cost model warns about every op that follows them.
-    return tf.ensure_shape(
-        logits, [queries.shape[0], queries.shape[2], queries.shape[1], labels[0].shape[-1]])
-
-
-# XLA fuses the matmul, gathers and transpose (and their gradients) into a few
-# loops: 1.1 ms instead of 2.1 ms for a transformer_tiny layer's forward and
-# backward pass with 88 labels, 3.3 instead of 7.9 ms at transformer_base
-# widths (docs/performance.md). It is compiled once per shape, also inside a
-# step that is not compiled as a whole.
-@tf.function(jit_compile=True)
-def _compiled_label_logits(queries, tables, labels):
-    per_label = tf.einsum("bqhd,ld->bqlh", queries, tf.concat(tables, axis=0))
-    offset, per_pair = 0, 0
+    queries = ops.convert_to_tensor(queries)
+    tables = [ops.cast(table, queries.dtype) for table in tables]
+    # Labels last, so that each pair's logits are read off by a gather along
+    # that axis, already in the output layout.
+    per_label = ops.einsum("bqhd,ld->bhql", queries, ops.concatenate(tables, axis=0))
+    offset, logits = 0, 0
     for table, ids in zip(tables, labels):
-        # Gathering along L moves H-vectors, one per (query, key) pair.
-        per_pair += tf.gather(per_label, ids + offset, axis=2, batch_dims=2)
-        offset += tf.shape(table)[0]
-    return tf.transpose(per_pair, [0, 3, 1, 2])
+        ids = ops.cast(ids, "int32") + offset  # the kind's rows of the stacked tables
+        logits += ops.take_along_axis(per_label, ids[:, None, :, :], axis=3)
+        offset += ops.shape(table)[0]
+    return logits
 
 
-def label_values(probs, table, labels):
+def label_values(probs: Tensor, table: Tensor, labels: Tensor) -> Tensor:
     """Value-bias context `sum_j a_ij F[label_ij]` for every head and query.
 
     Args:
         probs: [B, H, Sq, Sk] attention probabilities.
         table: [L, d] label value embeddings, shared by the heads.
-        labels: int32 [B, Sq, Sk] label ids in [0, L).
+        labels: int [B, Sq, Sk] label ids in [0, L).
 
     Returns:
         [B, Sq, H, d] in the dtype of `probs`.
     """
-    shape = tf.shape(probs)
+    probs = ops.convert_to_tensor(probs)
+    shape = ops.shape(probs)
     batch_size, num_heads, query_length = shape[0], shape[1], shape[2]
-    num_labels = tf.shape(table)[0]
-    per_pair = tf.transpose(probs, [0, 2, 3, 1])
+    num_labels = ops.shape(table)[0]
+    per_pair = ops.reshape(ops.transpose(probs, (0, 2, 3, 1)), (-1, num_heads))
     # One segment per (batch, query, label): segment ids index a flat
-    # [B * Sq * L] table of probability sums.
-    rows = tf.reshape(tf.range(batch_size * query_length), [batch_size, query_length, 1])
-    segments = rows * num_labels + labels
-    per_label = tf.math.unsorted_segment_sum(
-        per_pair, segments, batch_size * query_length * num_labels)
-    per_label = tf.reshape(per_label, [batch_size, query_length, num_labels, num_heads])
-    return tf.einsum("bqlh,ld->bqhd", per_label, tf.cast(table, probs.dtype))
+    # [B * Sq * L] table of probability sums (a static count under JAX).
+    rows = ops.reshape(ops.arange(batch_size * query_length, dtype="int32"),
+                       (batch_size, query_length, 1))
+    segments = ops.reshape(rows * num_labels + ops.cast(labels, "int32"), (-1,))
+    per_label = ops.segment_sum(per_pair, segments,
+                                num_segments=batch_size * query_length * num_labels)
+    per_label = ops.reshape(per_label, (batch_size, query_length, num_labels, num_heads))
+    return ops.einsum("bqlh,ld->bqhd", per_label, ops.cast(table, probs.dtype))

@@ -34,14 +34,16 @@ is the same key index in every sentence of a batch.
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 
 #: How a Pascal head weighs its scores: eq. 6's normal density around the
 #: parent's middle, or Table 7b's "parent-only" (1 on the parent's subwords).
 WEIGHTINGS = ("gaussian", "parent_only")
 
 
-def parent_spans(heads, word_positions=None):
+def parent_spans(heads: Tensor, word_positions: Tensor = None) -> Tensor:
     """The first and last position of every token's parent word.
 
     Args:
@@ -57,28 +59,29 @@ def parent_spans(heads, word_positions=None):
         each token's head word; for a token attached to ROOT those of its
         own word; for a token without a head, its own position twice.
     """
-    heads = tf.cast(heads, tf.int32)
-    length = tf.shape(heads)[1]
-    indices = tf.range(length, dtype=tf.int32)
-    positions = tf.cast(indices, tf.float32)
+    heads = ops.cast(heads, "int32")
+    length = ops.shape(heads)[1]
+    indices = ops.arange(length, dtype="int32")
+    positions = ops.cast(indices, "float32")
     if word_positions is None:
-        words = tf.where(heads >= 0, indices[None, :] + 1, 0)
+        words = ops.where(heads >= 0, indices[None, :] + 1, 0)
     else:
-        words = tf.cast(word_positions, tf.int32)
-    same_word = tf.logical_and(tf.equal(words[:, :, None], words[:, None, :]), words[:, :, None] > 0)
-    keys = tf.broadcast_to(positions[None, None, :], tf.shape(same_word))
-    own = tf.broadcast_to(positions[None, :], tf.shape(heads))
-    has_word = tf.reduce_any(same_word, axis=-1)
+        words = ops.cast(word_positions, "int32")
+    same_word = ops.logical_and(ops.equal(words[:, :, None], words[:, None, :]),
+                                words[:, :, None] > 0)
+    keys = ops.broadcast_to(positions[None, None, :], ops.shape(same_word))
+    own = ops.broadcast_to(positions[None, :], ops.shape(heads))
+    has_word = ops.any(same_word, axis=-1)
     # The subwords of a word are contiguous: its span runs from the first to the last.
-    first = tf.where(has_word, tf.reduce_min(tf.where(same_word, keys, float("inf")), -1), own)
-    last = tf.where(has_word, tf.reduce_max(tf.where(same_word, keys, -1.0), -1), own)
-    spans = tf.stack([first, last], axis=-1)
-    parent_index = tf.where(heads > 0, tf.minimum(heads - 1, length - 1), indices[None, :])
-    parents = tf.gather(spans, parent_index, batch_dims=1)
-    return tf.where((heads < 0)[:, :, None], tf.stack([own, own], axis=-1), parents)
+    first = ops.where(has_word, ops.min(ops.where(same_word, keys, float("inf")), axis=-1), own)
+    last = ops.where(has_word, ops.max(ops.where(same_word, keys, -1.0), axis=-1), own)
+    spans = ops.stack([first, last], axis=-1)
+    parent_index = ops.where(heads > 0, ops.minimum(heads - 1, length - 1), indices[None, :])
+    parents = ops.take_along_axis(spans, parent_index[:, :, None], axis=1)
+    return ops.where((heads < 0)[:, :, None], ops.stack([own, own], axis=-1), parents)
 
 
-def parent_positions(heads, word_positions=None):
+def parent_positions(heads: Tensor, word_positions: Tensor = None) -> Tensor:
     """Pascal's parent position of every token: the middle of its parent word.
 
     Args:
@@ -89,10 +92,10 @@ def parent_positions(heads, word_positions=None):
         token's head word; for a token attached to ROOT the middle of its own
         word; for a token without a head, its own position.
     """
-    return tf.reduce_mean(parent_spans(heads, word_positions), axis=-1)
+    return ops.mean(parent_spans(heads, word_positions), axis=-1)
 
 
-def parent_weights(parents, key_length, variance):
+def parent_weights(parents: Tensor, key_length: Tensor, variance: float) -> Tensor:
     """D of eq. 6: the normal density of every key position around each parent.
 
     Args:
@@ -103,12 +106,12 @@ def parent_weights(parents, key_length, variance):
     Returns:
         float32 [B, Sq, Sk], `D[b, t, j] = exp(-(j - p_t)^2 / (2 sigma^2)) / sqrt(2 pi sigma^2)`.
     """
-    keys = tf.cast(tf.range(key_length), tf.float32)
-    distances = keys[None, None, :] - tf.cast(parents, tf.float32)[:, :, None]
-    return tf.exp(-tf.square(distances) / (2.0 * variance)) / math.sqrt(2.0 * math.pi * variance)
+    keys = ops.arange(key_length, dtype="float32")
+    distances = keys[None, None, :] - ops.cast(parents, "float32")[:, :, None]
+    return ops.exp(-ops.square(distances) / (2.0 * variance)) / math.sqrt(2.0 * math.pi * variance)
 
 
-def parent_only_weights(spans, key_length):
+def parent_only_weights(spans: Tensor, key_length: Tensor) -> Tensor:
     """D of Table 7b's "parent-only" row: 1 on the subwords of each token's parent word, else 0.
 
     Args:
@@ -119,13 +122,14 @@ def parent_only_weights(spans, key_length):
     Returns:
         float32 [B, Sq, Sk].
     """
-    keys = tf.cast(tf.range(key_length), tf.float32)[None, None, :]
-    spans = tf.cast(spans, tf.float32)
-    inside = tf.logical_and(keys >= spans[:, :, 0:1], keys <= spans[:, :, 1:2])
-    return tf.cast(inside, tf.float32)
+    keys = ops.arange(key_length, dtype="float32")[None, None, :]
+    spans = ops.cast(spans, "float32")
+    inside = ops.logical_and(keys >= spans[:, :, 0:1], keys <= spans[:, :, 1:2])
+    return ops.cast(inside, "float32")
 
 
-def scaling_weights(parents, key_length, weighting="gaussian", variance=1.0):
+def scaling_weights(parents: Tensor, key_length: Tensor, weighting: str = "gaussian",
+                    variance: float = 1.0) -> Tensor:
     """D of a Pascal head for `weighting` (one of `WEIGHTINGS`).
 
     Args:
@@ -143,19 +147,20 @@ def scaling_weights(parents, key_length, weighting="gaussian", variance=1.0):
         ValueError: an unknown weighting, or "parent_only" given middles.
     """
     if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown parent weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
-    parents = tf.convert_to_tensor(parents, tf.float32)
-    is_span = parents.shape.rank == 3
+        raise ValueError(f"unknown parent weighting {weighting!r}; "
+                         f"expected one of {', '.join(WEIGHTINGS)}")
+    parents = ops.cast(parents, "float32")
+    is_span = len(parents.shape) == 3
     if weighting == "parent_only":
         if not is_span:
             raise ValueError("parent_only weighting needs the spans of the parent words, "
                              "float [B, Sq, 2] (parent_spans), not their middles")
         return parent_only_weights(parents, key_length)
-    middles = tf.reduce_mean(parents, axis=-1) if is_span else parents
+    middles = ops.mean(parents, axis=-1) if is_span else parents
     return parent_weights(middles, key_length, variance)
 
 
-def ignore_parents(weights, rate, seed):
+def ignore_parents(weights: Tensor, rate: float, seed) -> Tensor:
     """Parent ignoring: each row of D becomes all ones with probability `rate`.
 
     Args:
@@ -166,6 +171,6 @@ def ignore_parents(weights, rate, seed):
     Returns:
         float32 [B, Sq, Sk].
     """
-    rows = tf.shape(weights)[:2]
-    draws = keras.random.uniform(tf.concat([rows, [1]], axis=0), seed=seed)
-    return tf.where(draws < rate, tf.ones_like(weights), weights)
+    shape = ops.shape(weights)
+    draws = keras.random.uniform((shape[0], shape[1], 1), seed=seed)
+    return ops.where(draws < rate, ops.ones_like(weights), weights)
