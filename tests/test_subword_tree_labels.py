@@ -10,9 +10,9 @@ of different words carry the word-level label of their words. The models
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keras import ops
 from tree_strategies import dependency_heads
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
@@ -22,6 +22,12 @@ from syntax_t2t.data import features, subword_syntax
 from syntax_t2t.layers import tree_labels
 from syntax_t2t.models.tree_distance import TREE_DISTANCE
 from syntax_t2t.models.tree_traversal import TREE_TRAVERSAL
+
+pytestmark = pytest.mark.backends
+
+
+def numpy(tensor):
+    return ops.convert_to_numpy(tensor)
 
 # "I think this is a good example" with "think" split into 3 pieces:
 # subwords  I  th ##in ##k  this  is  a  good  example
@@ -53,21 +59,21 @@ def subword_batch(sentences, extra_padding=0):
 
 def test_worked_example_three_pieces_of_one_word():
     heads, words = subword_batch([(WORD_HEADS, PIECES)])
-    distance = tree_labels.tree_distance_labels(heads, 5, word_positions=words).numpy()[0]
+    distance = numpy(tree_labels.tree_distance_labels(heads, 5, word_positions=words))[0]
     # Row of "##in" (the middle piece of "think"): I 1, think's pieces 0,
     # this 2 (this <- is <- think), is 1, a 3, good 3, example 2.
     np.testing.assert_array_equal(distance[2, :9], [1, 0, 0, 0, 2, 1, 3, 3, 2])
     # Row of "a": to every piece of "think" 3 edges (a <- example <- is <- think).
     np.testing.assert_array_equal(distance[6, :9], [4, 3, 3, 3, 3, 2, 0, 2, 1])
     # The subword heads alone put the pieces of "think" two edges apart (via ROOT).
-    plain = tree_labels.tree_distance_labels(heads, 5).numpy()[0]
+    plain = numpy(tree_labels.tree_distance_labels(heads, 5))[0]
     assert plain[1, 2] == plain[2, 3] == 2
     # <EOS> (position 9) pairs keep the no-tree label.
     no_tree = tree_labels.tree_distance_label_count(5) - 1
     assert (distance[9] == no_tree).all() and (distance[:, 9] == no_tree).all()
 
     vocab = features.traversal_vocab(4)
-    traversal = tree_labels.tree_traversal_labels(heads, 4, word_positions=words).numpy()[0]
+    traversal = numpy(tree_labels.tree_traversal_labels(heads, 4, word_positions=words))[0]
     codes = [[vocab[i] for i in row] for row in traversal[:9, :9]]
     assert [codes[s][t] for s in THINK_PIECES for t in THINK_PIECES] == [""] * 9
     assert [codes[0][t] for t in THINK_PIECES] == ["U"] * 3  # I -> think
@@ -83,11 +89,11 @@ def test_worked_example_equals_numpy_reference(include_root):
     n = index.size + int(include_root)
     distance = tree_labels.tree_distance_labels(heads, 3, include_root, word_positions=words)
     np.testing.assert_array_equal(
-        distance.numpy()[0, :n, :n],
+        numpy(distance)[0, :n, :n],
         subword_syntax.subword_tree_distance_labels(index, WORD_HEADS, 3, include_root))
     traversal = tree_labels.tree_traversal_labels(heads, 3, include_root, word_positions=words)
     np.testing.assert_array_equal(
-        traversal.numpy()[0, :n, :n],
+        numpy(traversal)[0, :n, :n],
         subword_syntax.subword_traversal_labels(index, WORD_HEADS, 3, include_root))
 
 
@@ -104,13 +110,13 @@ def subword_sentences(draw, max_words=7):
        st.integers(1, 5), st.booleans())
 def test_labels_of_pieces_are_those_of_their_words(sentences, extra_padding, limit, include_root):
     heads, words = subword_batch(sentences, extra_padding)
-    distance = tree_labels.tree_distance_labels(heads, limit, include_root, words).numpy()
-    traversal = tree_labels.tree_traversal_labels(heads, limit, include_root, words).numpy()
+    distance = numpy(tree_labels.tree_distance_labels(heads, limit, include_root, words))
+    traversal = numpy(tree_labels.tree_traversal_labels(heads, limit, include_root, words))
     offset = int(include_root)
     for row, (word_heads, pieces) in enumerate(sentences):
         index = subword_syntax.word_index_from_counts(pieces)
         # The word tree is recovered from the subword heads.
-        recovered = tree_labels.word_heads(heads, words).numpy()[row]
+        recovered = numpy(tree_labels.word_heads(heads, words))[row]
         np.testing.assert_array_equal(recovered[:len(word_heads)], word_heads)
         assert (recovered[len(word_heads):] == -1).all()
         word_distance = features.tree_distance_labels(word_heads, limit)
@@ -140,8 +146,8 @@ def test_one_piece_per_word_changes_nothing(sentences, include_root):
     sentences = [(heads, [1] * len(heads)) for heads, _ in sentences]
     heads, words = subword_batch(sentences, extra_padding=1)
     for labels in (tree_labels.tree_distance_labels, tree_labels.tree_traversal_labels):
-        np.testing.assert_array_equal(labels(heads, 4, include_root, words).numpy(),
-                                      labels(heads, 4, include_root).numpy())
+        np.testing.assert_array_equal(numpy(labels(heads, 4, include_root, words)),
+                                      numpy(labels(heads, 4, include_root)))
 
 
 def model_hparams(overrides=""):
@@ -161,11 +167,10 @@ def test_models_read_word_positions_on_subword_problems(name, key, reference):
     heads, words = subword_batch([(WORD_HEADS, PIECES), ([0, 1], [2, 1])])
     inputs = np.where(words > 0, 5, 0).astype(np.int32)
     inputs[0, 9], inputs[1, 3] = 1, 1  # <EOS>
-    batch = {"inputs": tf.constant(inputs), "src_heads": tf.constant(heads),
-             "src_word_position": tf.constant(words)}
+    batch = {"inputs": inputs, "src_heads": heads, "src_word_position": words}
     model = registry.model(name)(model_hparams("source_word_positions=true"), VOCAB_SIZES)
     assert "src_word_position" in model.train_features & model.decode_features
-    labels = model.source_labels(batch, model.source_ids(batch))[key].numpy()
+    labels = numpy(model.source_labels(batch, model.source_ids(batch))[key])
     index = subword_syntax.word_index_from_counts(PIECES)
     np.testing.assert_array_equal(labels[0, :9, :9], reference(index, WORD_HEADS, 3))
     assert labels[0, 1, 2] == 0 and labels[1, 0, 1] == 0  # pieces of one word
@@ -173,8 +178,8 @@ def test_models_read_word_positions_on_subword_problems(name, key, reference):
     # Word-level problems (the hparam off) read the heads as before.
     word_level = registry.model(name)(model_hparams(), VOCAB_SIZES)
     assert "src_word_position" not in word_level.train_features | word_level.decode_features
-    plain = word_level.source_labels(batch, word_level.source_ids(batch))[key].numpy()
+    plain = numpy(word_level.source_labels(batch, word_level.source_ids(batch))[key])
     assert plain[0, 1, 2] != 0
     # The forward pass runs with word positions.
-    batch["targets"] = tf.constant([[5, 6, 1, 0], [7, 1, 0, 0]], tf.int32)
+    batch["targets"] = np.array([[5, 6, 1, 0], [7, 1, 0, 0]], np.int32)
     assert model(batch)["logits"].shape == (2, 4, VOCAB_SIZES["targets"])

@@ -1,10 +1,11 @@
 """Pairwise label matrices computed on the device from per-token heads.
 
 The numpy functions of `syntax_t2t.data.features` define the labels of one
-sentence; these TensorFlow functions compute the same labels for a padded
+sentence; these tensor functions compute the same labels for a padded
 batch, so that T x T matrices never have to be stored or fed (design.md). They
-are plain tensor programs (a few batched matmuls, no Python loop over tokens),
-valid inside `tf.function(jit_compile=True)`.
+are plain `keras.ops` programs (a few batched matmuls, no Python loop over
+tokens) whose output shapes follow from their inputs' shapes, so they run
+under XLA and `jax.jit`; their labels are integers and need no gradient.
 
 Batches follow design.md: `src_heads` [B, S] holds 1-based heads (0 = ROOT)
 for the words and -1 for every position that is not a word of the tree (the
@@ -29,12 +30,14 @@ the label of its two words (`subword_tree_distance_labels`,
 
 import math
 
-import tensorflow as tf
+from keras import ops
 
+from syntax_t2t.backend import Tensor
 from syntax_t2t.data import features
 
 
-def relative_position_labels(query_length, key_length, max_relative_position, query_offset=0):
+def relative_position_labels(query_length: Tensor, key_length: Tensor, max_relative_position: int,
+                             query_offset: Tensor = 0) -> Tensor:
     """Clipped relative positions of Shaw et al. (2018), as `features.relative_positions`.
 
     Args:
@@ -47,24 +50,24 @@ def relative_position_labels(query_length, key_length, max_relative_position, qu
     Returns:
         int32 [Sq, Sk]; entry (i, j) is `clip(j - (i + offset), -k, k) + k`.
     """
-    queries = tf.range(query_length, dtype=tf.int32) + tf.cast(query_offset, tf.int32)
-    keys = tf.range(key_length, dtype=tf.int32)
+    queries = ops.arange(query_length, dtype="int32") + ops.cast(query_offset, "int32")
+    keys = ops.arange(key_length, dtype="int32")
     offsets = keys[None, :] - queries[:, None]
     k = max_relative_position
-    return tf.clip_by_value(offsets, -k, k) + k
+    return ops.clip(offsets, -k, k) + k
 
 
-def relative_position_label_count(max_relative_position):
+def relative_position_label_count(max_relative_position: int) -> int:
     """Size of the relative-position label space: 2k + 1 (no no-tree label needed)."""
     return features.relative_position_vocab_size(max_relative_position)
 
 
-def tree_distance_label_count(max_distance):
+def tree_distance_label_count(max_distance: int) -> int:
     """Tree-distance labels of `features.py` plus the final no-tree label."""
     return features.tree_distance_vocab_size(max_distance) + 1
 
 
-def tree_traversal_label_count(max_traversal):
+def tree_traversal_label_count(max_traversal: int) -> int:
     """Traversal labels of `features.py` plus the final no-tree label."""
     return features.traversal_vocab_size(max_traversal) + 1
 
@@ -84,27 +87,34 @@ def _ancestors(heads):
         node k is on the path from node i up to ROOT (both included).
         `is_node`: bool [B, N], false for non-word positions.
     """
-    heads = tf.convert_to_tensor(heads, tf.int32)
-    batch_size, length = tf.shape(heads)[0], tf.shape(heads)[1]
+    heads = ops.cast(heads, "int32")
+    length = ops.shape(heads)[1]
     num_nodes = length + 1
     is_word = heads >= 0
     # Clipping keeps malformed heads inside the tensor instead of reading
     # garbage on accelerators; trees are validated when data is generated.
-    parents = tf.clip_by_value(tf.where(is_word, heads, 0), 0, length)
-    parents = tf.concat([tf.zeros([batch_size, 1], tf.int32), parents], axis=1)
-    is_node = tf.concat([tf.ones([batch_size, 1], tf.bool), is_word], axis=1)
+    parents = ops.clip(ops.where(is_word, heads, 0), 0, length)
+    parents = ops.pad(parents, [[0, 0], [1, 0]])
+    is_node = ops.pad(is_word, [[0, 0], [1, 0]], constant_values=True)
     # reach(t) = "k is at most 2^t steps above i"; squaring doubles the reach.
     # Every path to ROOT has at most N - 1 edges, so ceil(log2(N)) squarings
     # close the relation (an extra one would not change it).
-    reach = tf.one_hot(parents, num_nodes, dtype=tf.float32)
-    reach = tf.minimum(reach + tf.eye(num_nodes, dtype=tf.float32)[None], 1.0)
-    squarings = tf.cast(
-        tf.math.ceil(tf.math.log(tf.cast(num_nodes, tf.float32)) / math.log(2.0)), tf.int32)
-    _, ancestors = tf.while_loop(
-        lambda step, _: step < squarings,
-        lambda step, relation: (step + 1, tf.minimum(tf.matmul(relation, relation), 1.0)),
-        (tf.constant(0), reach))
+    reach = ops.one_hot(parents, num_nodes, dtype="float32")
+    reach = ops.minimum(reach + ops.eye(num_nodes, dtype="float32")[None], 1.0)
+    # A static trip count where N is static (always under JAX, whose loops
+    # with a traced bound compile but cannot be differentiated).
+    ancestors = ops.fori_loop(0, _ceil_log2(num_nodes),
+                              lambda _, relation: ops.minimum(ops.matmul(relation, relation), 1.0),
+                              reach)
     return ancestors, is_node
+
+
+def _ceil_log2(count):
+    """ceil(log2(count)) for count >= 1: a Python int for an int, else an int32 scalar."""
+    if isinstance(count, int):
+        return (count - 1).bit_length()
+    # Rounding may give one more for a power of two, which changes nothing here.
+    return ops.cast(ops.ceil(ops.log(ops.cast(count, "float32")) / math.log(2.0)), "int32")
 
 
 def _climbs(ancestors):
@@ -116,20 +126,20 @@ def _climbs(ancestors):
     Returns:
         `depth` float32 [B, N]; `up`, `down` float32 [B, N, N].
     """
-    depth = tf.reduce_sum(ancestors, axis=-1) - 1.0
-    common = tf.matmul(ancestors, ancestors, transpose_b=True)
+    depth = ops.sum(ancestors, axis=-1) - 1.0
+    common = ops.matmul(ancestors, ops.transpose(ancestors, (0, 2, 1)))
     lca_depth = common - 1.0
     return depth, depth[:, :, None] - lca_depth, depth[:, None, :] - lca_depth
 
 
 def _finish(labels, is_node, no_tree_label, include_root):
     """Applies the no-tree label and drops ROOT's row and column if asked."""
-    pair_is_tree = is_node[:, :, None] & is_node[:, None, :]
-    labels = tf.where(pair_is_tree, labels, no_tree_label)
+    pair_is_tree = ops.logical_and(is_node[:, :, None], is_node[:, None, :])
+    labels = ops.where(pair_is_tree, labels, no_tree_label)
     return labels if include_root else labels[:, 1:, 1:]
 
 
-def word_heads(heads, word_positions):
+def word_heads(heads: Tensor, word_positions: Tensor) -> Tensor:
     """The word tree of a subword batch.
 
     Args:
@@ -143,23 +153,24 @@ def word_heads(heads, word_positions):
         int32 [B, S]: entry `w - 1` is the head of word `w` (1-based word,
         0 = ROOT), read off the word's first subword; -1 after the last word.
     """
-    heads = tf.cast(heads, tf.int32)
-    words = tf.cast(word_positions, tf.int32)
-    length = tf.shape(words)[1]
-    previous = tf.pad(words, [[0, 0], [1, 0]])[:, :-1]
-    is_first = (words > 0) & tf.not_equal(words, previous)
+    heads = ops.cast(heads, "int32")
+    words = ops.cast(word_positions, "int32")
+    length = ops.shape(words)[1]
+    previous = ops.pad(words, [[0, 0], [1, 0]])[:, :-1]
+    is_first = ops.logical_and(words > 0, ops.not_equal(words, previous))
     # The word of each subword's head subword (clipped: see `_ancestors`).
-    head_subword = tf.clip_by_value(heads - 1, 0, length - 1)
-    head_word = tf.where(heads > 0, tf.gather(words, head_subword, batch_dims=1),
-                         tf.where(heads == 0, 0, -1))
+    head_subword = ops.clip(heads - 1, 0, length - 1)
+    head_word = ops.where(heads > 0, ops.take_along_axis(words, head_subword, axis=1),
+                          ops.where(heads == 0, 0, -1))
     # slot[b, s, w] = subword s is the first subword of word w + 1.
-    slot = is_first[:, :, None] & tf.equal(words[:, :, None] - 1,
-                                           tf.range(length, dtype=tf.int32)[None, None, :])
-    values = tf.reduce_sum(tf.where(slot, head_word[:, :, None], 0), axis=1)
-    return tf.where(tf.reduce_any(slot, axis=1), values, -1)
+    slot = ops.logical_and(is_first[:, :, None], ops.equal(
+        words[:, :, None] - 1, ops.arange(length, dtype="int32")[None, None, :]))
+    values = ops.sum(ops.where(slot, head_word[:, :, None], 0), axis=1)
+    return ops.where(ops.any(slot, axis=1), values, -1)
 
 
-def project_to_subwords(word_labels, word_positions, no_tree_label, include_root=False):
+def project_to_subwords(word_labels: Tensor, word_positions: Tensor, no_tree_label: int,
+                        include_root: bool = False) -> Tensor:
     """Word-pair labels moved onto subword pairs ("a subword stands for its word").
 
     Args:
@@ -174,19 +185,20 @@ def project_to_subwords(word_labels, word_positions, no_tree_label, include_root
         int32 [B, S, S] (or [B, S + 1, S + 1] with ROOT first); entry (s, t)
         is the label of the words of subwords s and t.
     """
-    words = tf.cast(word_positions, tf.int32)
+    words = ops.cast(word_positions, "int32")
     # Clipped like malformed heads in `_ancestors`: never read outside the tensor.
-    nodes, is_node = tf.clip_by_value(words, 0, tf.shape(words)[1]), words > 0
+    nodes, is_node = ops.clip(words, 0, ops.shape(words)[1]), words > 0
     if include_root:
-        nodes = tf.pad(nodes, [[0, 0], [1, 0]])
-        is_node = tf.pad(is_node, [[0, 0], [1, 0]], constant_values=True)
-    labels = tf.gather(word_labels, nodes, axis=1, batch_dims=1)
-    labels = tf.gather(labels, nodes, axis=2, batch_dims=1)
-    pair_is_tree = is_node[:, :, None] & is_node[:, None, :]
-    return tf.where(pair_is_tree, labels, no_tree_label)
+        nodes = ops.pad(nodes, [[0, 0], [1, 0]])
+        is_node = ops.pad(is_node, [[0, 0], [1, 0]], constant_values=True)
+    labels = ops.take_along_axis(word_labels, nodes[:, :, None], axis=1)
+    labels = ops.take_along_axis(labels, nodes[:, None, :], axis=2)
+    pair_is_tree = ops.logical_and(is_node[:, :, None], is_node[:, None, :])
+    return ops.where(pair_is_tree, labels, no_tree_label)
 
 
-def tree_distance_labels(heads, max_distance, include_root=False, word_positions=None):
+def tree_distance_labels(heads: Tensor, max_distance: int, include_root: bool = False,
+                         word_positions: Tensor = None) -> Tensor:
     """Tree-distance labels of a batch (thesis 3.1.2), as `features.tree_distance_labels`.
 
     Args:
@@ -209,12 +221,13 @@ def tree_distance_labels(heads, max_distance, include_root=False, word_positions
                                    tree_distance_label_count(max_distance) - 1, include_root)
     ancestors, is_node = _ancestors(heads)
     _, up, down = _climbs(ancestors)
-    distance = tf.cast(up + down, tf.int32)
-    labels = tf.minimum(distance, max_distance + 1)
+    distance = ops.cast(up + down, "int32")
+    labels = ops.minimum(distance, max_distance + 1)
     return _finish(labels, is_node, tree_distance_label_count(max_distance) - 1, include_root)
 
 
-def tree_traversal_labels(heads, max_traversal, include_root=False, word_positions=None):
+def tree_traversal_labels(heads: Tensor, max_traversal: int, include_root: bool = False,
+                          word_positions: Tensor = None) -> Tensor:
     """Tree-traversal label ids of a batch (thesis 3.1.3), as `features.traversal_labels`.
 
     A path that climbs exactly once and then descends is a sibling move; its
@@ -242,26 +255,27 @@ def tree_traversal_labels(heads, max_traversal, include_root=False, word_positio
                                    tree_traversal_label_count(max_traversal) - 1, include_root)
     ancestors, is_node = _ancestors(heads)
     depth, up, down = _climbs(ancestors)
-    num_nodes = tf.shape(depth)[1]
-    node_index = tf.range(num_nodes, dtype=tf.float32)
+    num_nodes = ops.shape(depth)[1]
+    node_index = ops.arange(num_nodes, dtype="float32")
     # through[i, j] = sum_k [depth(k) == depth(i)] * k * ancestors[j, k]: the
     # ancestor of j at the depth of i (only read where depth(j) > depth(i)).
-    same_depth = tf.cast(tf.equal(depth[:, :, None], depth[:, None, :]), tf.float32)
-    through = tf.matmul(same_depth * node_index[None, None, :], ancestors, transpose_b=True)
-    sibling_move = tf.equal(up, 1.0) & (down >= 1.0)
+    same_depth = ops.cast(ops.equal(depth[:, :, None], depth[:, None, :]), "float32")
+    through = ops.matmul(same_depth * node_index[None, None, :],
+                         ops.transpose(ancestors, (0, 2, 1)))
+    sibling_move = ops.logical_and(ops.equal(up, 1.0), down >= 1.0)
     is_left = through < node_index[None, :, None]
-    up, down = tf.cast(up, tf.int32), tf.cast(down, tf.int32)
+    up, down = ops.cast(up, "int32"), ops.cast(down, "int32")
 
     # Ids as in `features.traversal_vocab`: U^a D^b grouped by length s = a + b
     # then by a; then L D^c and R D^c for c = 0 .. T - 1; then overflow.
     plain_length = up + down
     plain_id = plain_length * (plain_length + 1) // 2 + up
     sibling_base = (max_traversal + 1) * (max_traversal + 2) // 2
-    side_offset = tf.where(is_left, 0, max_traversal)
+    side_offset = ops.where(is_left, 0, max_traversal)
     # A sibling code "L D^c" replaces "U D^(c+1)": its length is `down`.
     sibling_id = sibling_base + side_offset + (down - 1)
-    labels = tf.where(sibling_move, sibling_id, plain_id)
-    code_length = tf.where(sibling_move, down, plain_length)
-    labels = tf.where(code_length > max_traversal,
+    labels = ops.where(sibling_move, sibling_id, plain_id)
+    code_length = ops.where(sibling_move, down, plain_length)
+    labels = ops.where(code_length > max_traversal,
                       features.traversal_vocab_size(max_traversal) - 1, labels)
     return _finish(labels, is_node, tree_traversal_label_count(max_traversal) - 1, include_root)
