@@ -1,6 +1,10 @@
 """One decoder block of T2T's Transformer, with a key/value cache for decoding."""
 
+from typing import Mapping, Optional, Sequence
+
 import keras
+
+from syntax_t2t.backend import Tensor
 
 from syntax_t2t.layers.attention import MultiHeadAttention
 from syntax_t2t.layers.feed_forward import FeedForward
@@ -30,9 +34,12 @@ class TransformerDecoderLayer(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, hidden_size, filter_size, num_heads, attention_dropout=0.0,
-                 relu_dropout=0.0, residual_dropout=0.0, label_vocab_sizes=None,
-                 value_bias_labels=(), layer_norm_epsilon=1e-6, **kwargs):
+    def __init__(self, hidden_size: int, filter_size: int, num_heads: int,
+                 attention_dropout: float = 0.0, relu_dropout: float = 0.0,
+                 residual_dropout: float = 0.0,
+                 label_vocab_sizes: Optional[Mapping[str, int]] = None,
+                 value_bias_labels: Sequence[str] = (), layer_norm_epsilon: float = 1e-6,
+                 **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
@@ -74,13 +81,16 @@ class TransformerDecoderLayer(keras.layers.Layer):
         self.feed_forward.build(inputs_shape)
         self.built = True
 
-    def memory_cache(self, memory):
+    def memory_cache(self, memory: Tensor) -> tuple:
         """Encoder-decoder keys and values of `memory` [B, S, D]: a pair of [B, H, S, d]."""
         return self.cross_attention.keys_and_values(memory)
 
-    def call(self, inputs, memory=None, *, self_attention_mask=None, memory_mask=None,
-             labels=None, self_attention_cache=None, cache_update_index=None,
-             memory_cache=None, training=False):
+    def call(self, inputs: Tensor, memory: Optional[Tensor] = None, *,
+             self_attention_mask: Optional[Tensor] = None, memory_mask: Optional[Tensor] = None,
+             labels: Optional[Mapping[str, Tensor]] = None,
+             self_attention_cache: Optional[tuple] = None,
+             cache_update_index: Optional[Tensor] = None, memory_cache: Optional[tuple] = None,
+             training: bool = False) -> tuple:
         """Runs the block.
 
         Args:
@@ -94,7 +104,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
             self_attention_cache: `(keys, values)` [B, H, T_max, d], with
                 `cache_update_index`, for incremental decoding.
             cache_update_index: int32 scalar, the position of `inputs[:, 0]`.
-            memory_cache: `(keys, values)` [B, S, H, d] from `memory_cache`.
+            memory_cache: `(keys, values)` [B, H, S, d] from `memory_cache`.
             training: applies dropout.
 
         Returns:
@@ -119,7 +129,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
             details["self_attention_cache"] = self_details["cache"]
         return outputs, details
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             hidden_size=self.hidden_size, filter_size=self.filter_size,

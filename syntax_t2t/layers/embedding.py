@@ -1,8 +1,9 @@
 """Token embeddings that also serve as the output softmax weights (T2T symbol modality)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
+from syntax_t2t.backend import Tensor
 from syntax_t2t.layers.masks import padding_mask
 
 
@@ -22,27 +23,28 @@ class TokenEmbedding(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, vocab_size, hidden_size, scale=True, **kwargs):
+    def __init__(self, vocab_size: int, hidden_size: int, scale: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = int(vocab_size)
         self.hidden_size = int(hidden_size)
         self.scale = bool(scale)
 
     def build(self, ids_shape=None):
+        """Creates the table [V, D] (it does not depend on `ids_shape`)."""
         self.embeddings = self.add_weight(
             name="embeddings", shape=(self.vocab_size, self.hidden_size),
             initializer=keras.initializers.RandomNormal(stddev=self.hidden_size ** -0.5))
         self.built = True
 
-    def call(self, ids):
+    def call(self, ids: Tensor) -> Tensor:
         """Looks up `ids` int [B, S]; returns [B, S, D] in the compute dtype."""
-        table = tf.cast(self.embeddings, self.compute_dtype)
-        vectors = tf.gather(table, ids)
+        table = ops.cast(self.embeddings, self.compute_dtype)
+        vectors = ops.take(table, ids, axis=0)
         if self.scale:
-            vectors *= tf.cast(self.hidden_size ** 0.5, self.compute_dtype)
-        return vectors * tf.cast(padding_mask(ids), self.compute_dtype)[..., None]
+            vectors *= ops.cast(self.hidden_size ** 0.5, self.compute_dtype)
+        return vectors * ops.cast(padding_mask(ids), self.compute_dtype)[..., None]
 
-    def logits(self, hidden):
+    def logits(self, hidden: Tensor) -> Tensor:
         """Output logits against the (unscaled) table.
 
         Args:
@@ -51,11 +53,11 @@ class TokenEmbedding(keras.layers.Layer):
         Returns:
             float32 [..., V].
         """
-        table = tf.cast(self.embeddings, self.compute_dtype)
-        logits = tf.matmul(tf.cast(hidden, self.compute_dtype), table, transpose_b=True)
-        return tf.cast(logits, tf.float32)
+        table = ops.cast(self.embeddings, self.compute_dtype)
+        logits = ops.matmul(ops.cast(hidden, self.compute_dtype), ops.transpose(table))
+        return ops.cast(logits, "float32")
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size, scale=self.scale)
         return config

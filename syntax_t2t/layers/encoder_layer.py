@@ -1,6 +1,10 @@
 """One encoder block of T2T's Transformer: self-attention and feed-forward."""
 
+from typing import Mapping, Optional, Sequence
+
 import keras
+
+from syntax_t2t.backend import Tensor
 
 from syntax_t2t.layers.attention import MultiHeadAttention
 from syntax_t2t.layers.feed_forward import FeedForward
@@ -36,12 +40,15 @@ class TransformerEncoderLayer(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, hidden_size, filter_size, num_heads, attention_dropout=0.0,
-                 relu_dropout=0.0, residual_dropout=0.0, label_vocab_sizes=None,
-                 value_bias_labels=(), spec_heads=(), parse_head=None, parent_scaled_heads=(),
-                 parent_variance=1.0, parent_weighting="gaussian", parent_ignoring=0.0,
-                 biaffine_head=None, biaffine_size=None,
-                 layer_norm_epsilon=1e-6, **kwargs):
+    def __init__(self, hidden_size: int, filter_size: int, num_heads: int,
+                 attention_dropout: float = 0.0, relu_dropout: float = 0.0,
+                 residual_dropout: float = 0.0,
+                 label_vocab_sizes: Optional[Mapping[str, int]] = None,
+                 value_bias_labels: Sequence[str] = (), spec_heads: Sequence[int] = (),
+                 parse_head: Optional[int] = None, parent_scaled_heads: Sequence[int] = (),
+                 parent_variance: float = 1.0, parent_weighting: str = "gaussian",
+                 parent_ignoring: float = 0.0, biaffine_head: Optional[int] = None,
+                 biaffine_size: Optional[int] = None, layer_norm_epsilon: float = 1e-6, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
@@ -87,8 +94,10 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.feed_forward.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, *, attention_mask=None, labels=None, spec_inputs=None, parents=None,
-             return_probs=False, training=False):
+    def call(self, inputs: Tensor, *, attention_mask: Optional[Tensor] = None,
+             labels: Optional[Mapping[str, Tensor]] = None, spec_inputs: Optional[Tensor] = None,
+             parents: Optional[Tensor] = None, return_probs: bool = False,
+             training: bool = False) -> tuple:
         """Runs the block.
 
         Args:
@@ -113,7 +122,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         transformed = self.feed_forward(self.feed_forward_norm(x), training=training)
         return x + self.residual_dropout_layer(transformed, training=training), details
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             hidden_size=self.hidden_size, filter_size=self.filter_size,

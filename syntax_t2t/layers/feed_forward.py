@@ -2,6 +2,8 @@
 
 import keras
 
+from syntax_t2t.backend import Tensor
+
 
 class FeedForward(keras.layers.Layer):
     """`Dense(filter, relu) -> dropout -> Dense(hidden)`, applied at every position.
@@ -14,7 +16,7 @@ class FeedForward(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, hidden_size, filter_size, relu_dropout=0.0,
+    def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float = 0.0,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = int(hidden_size)
@@ -35,12 +37,12 @@ class FeedForward(keras.layers.Layer):
         self.output_layer.build(tuple(inputs_shape[:-1]) + (self.filter_size,))
         self.built = True
 
-    def call(self, inputs, training=False):
+    def call(self, inputs: Tensor, training: bool = False) -> Tensor:
         """[B, S, D] -> [B, S, D]."""
         hidden = self.filter_layer(inputs)
         return self.output_layer(self.dropout_layer(hidden, training=training))
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             hidden_size=self.hidden_size, filter_size=self.filter_size,

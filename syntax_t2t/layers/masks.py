@@ -1,11 +1,13 @@
 """Boolean attention masks (True = may attend), broadcastable to [B, Sq, Sk]."""
 
-import tensorflow as tf
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 
 PAD_ID = 0
 
 
-def padding_mask(ids):
+def padding_mask(ids: Tensor) -> Tensor:
     """Which positions hold a token (design.md: id 0 is padding).
 
     Args:
@@ -14,10 +16,10 @@ def padding_mask(ids):
     Returns:
         bool [B, S].
     """
-    return tf.not_equal(ids, PAD_ID)
+    return ops.not_equal(ids, PAD_ID)
 
 
-def key_padding_mask(ids):
+def key_padding_mask(ids: Tensor) -> Tensor:
     """Mask that hides padded keys from every query.
 
     Args:
@@ -29,11 +31,12 @@ def key_padding_mask(ids):
     return padding_mask(ids)[:, None, :]
 
 
-def causal_mask(query_length, key_length=None, query_offset=0):
+def causal_mask(query_length: Tensor, key_length: Tensor = None,
+                query_offset: Tensor = 0) -> Tensor:
     """Mask that lets query i see keys 0 .. i + offset only.
 
     Args:
-        query_length: Sq.
+        query_length: Sq, an int (or, in TensorFlow graphs, a scalar tensor).
         key_length: Sk, by default Sq.
         query_offset: position of the first query among the keys (the
             decoding step when keys come from a cache).
@@ -42,6 +45,6 @@ def causal_mask(query_length, key_length=None, query_offset=0):
         bool [1, Sq, Sk].
     """
     key_length = query_length if key_length is None else key_length
-    queries = tf.range(query_length, dtype=tf.int32) + tf.cast(query_offset, tf.int32)
-    keys = tf.range(key_length, dtype=tf.int32)
+    queries = ops.arange(query_length, dtype="int32") + ops.cast(query_offset, "int32")
+    keys = ops.arange(key_length, dtype="int32")
     return (keys[None, :] <= queries[:, None])[None]

@@ -3,10 +3,13 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+from syntax_t2t.backend import Tensor
 
 
-def sinusoidal_signal(length, channels, start=0, min_timescale=1.0, max_timescale=1.0e4):
+def sinusoidal_signal(length: Tensor, channels: int, start: Tensor = 0, min_timescale: float = 1.0,
+                      max_timescale: float = 1.0e4) -> Tensor:
     """T2T's timing signal: sines of all timescales, then cosines (thesis eq. 2.1).
 
     T2T 1.5.6 concatenates the sine half and the cosine half instead of
@@ -15,8 +18,9 @@ def sinusoidal_signal(length, channels, start=0, min_timescale=1.0, max_timescal
     `min_timescale` to `max_timescale`.
 
     Args:
-        length: number of positions.
-        channels: D; an odd D gets a zero last channel.
+        length: number of positions, an int (or, in TensorFlow graphs, a
+            scalar tensor).
+        channels: D, a Python int; an odd D gets a zero last channel.
         start: position of the first row (the decoding step).
         min_timescale: shortest wavelength / 2 pi.
         max_timescale: longest wavelength / 2 pi.
@@ -24,14 +28,14 @@ def sinusoidal_signal(length, channels, start=0, min_timescale=1.0, max_timescal
     Returns:
         float32 [length, D].
     """
-    positions = tf.cast(tf.range(length) + tf.cast(start, tf.int32), tf.float32)
+    positions = ops.cast(ops.arange(length, dtype="int32") + ops.cast(start, "int32"), "float32")
     num_timescales = channels // 2
     increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
-    inverse_timescales = min_timescale * tf.exp(
-        tf.range(num_timescales, dtype=tf.float32) * -increment)
+    inverse_timescales = min_timescale * ops.exp(
+        ops.arange(num_timescales, dtype="float32") * -increment)
     angles = positions[:, None] * inverse_timescales[None, :]
-    signal = tf.concat([tf.sin(angles), tf.cos(angles)], axis=1)
-    return tf.pad(signal, [[0, 0], [0, channels % 2]])
+    signal = ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=1)
+    return ops.pad(signal, [[0, 0], [0, channels % 2]])
 
 
 class SinusoidalPositionEncoding(keras.layers.Layer):
@@ -43,19 +47,19 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         **kwargs: `keras.layers.Layer` arguments.
     """
 
-    def __init__(self, min_timescale=1.0, max_timescale=1.0e4, **kwargs):
+    def __init__(self, min_timescale: float = 1.0, max_timescale: float = 1.0e4, **kwargs):
         super().__init__(**kwargs)
         self.min_timescale = float(min_timescale)
         self.max_timescale = float(max_timescale)
 
-    def call(self, inputs, start=0):
+    def call(self, inputs: Tensor, start: Tensor = 0) -> Tensor:
         """Adds the signal of positions `start ..` to `inputs` [B, S, D]."""
-        inputs = tf.cast(inputs, self.compute_dtype)
-        signal = sinusoidal_signal(tf.shape(inputs)[1], inputs.shape[-1], start,
+        inputs = ops.cast(inputs, self.compute_dtype)
+        signal = sinusoidal_signal(ops.shape(inputs)[1], inputs.shape[-1], start,
                                    self.min_timescale, self.max_timescale)
-        return inputs + tf.cast(signal, self.compute_dtype)[None]
+        return inputs + ops.cast(signal, self.compute_dtype)[None]
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(min_timescale=self.min_timescale, max_timescale=self.max_timescale)
         return config
