@@ -13,6 +13,7 @@ from syntax_t2t import registry
 from syntax_t2t.cli import analyze, common, registration
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.data.tree import DependencyTree
+from syntax_t2t.decoding.encoder_attention import SentenceAttention, encoder_attention
 from syntax_t2t.evaluation import attention, length_buckets
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
@@ -49,7 +50,7 @@ def test_histograms_count_weights_per_layer_and_per_head():
     # One sentence, two layers of two heads over 2 positions.
     layer0 = np.array([[[1.0, 0.0], [0.55, 0.45]], [[0.05, 0.95], [0.25, 0.75]]], np.float32)
     layer1 = np.full((2, 2, 2), 0.5, np.float32)
-    sentences = [attention.SentenceAttention(("a", "<EOS>"), (layer0, layer1))]
+    sentences = [SentenceAttention(("a", "<EOS>"), (layer0, layer1))]
     per_layer = attention.weight_histograms(sentences)
     assert per_layer.shape == (2, 10) and per_layer.sum(axis=1).tolist() == [8, 8]
     # layer 0: 0.0 and 0.05 -> bin 0; 0.25 -> 2; 0.45 -> 4; 0.55 -> 5; 0.75 -> 7; 0.95, 1.0 -> 9
@@ -85,7 +86,7 @@ def run(tmp_path_factory):
 
 def test_encoder_attention_covers_root_words_and_eos(run):
     _, model, problem, pairs = run
-    sentences = attention.encoder_attention(model, problem, [tree for tree, _ in pairs], batch_size=4)
+    sentences = encoder_attention(model, problem, [tree for tree, _ in pairs], batch_size=4)
     assert len(sentences) == 6
     for shown, (tree, _) in zip(sentences, pairs):
         n = len(tree) + 2

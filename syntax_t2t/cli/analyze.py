@@ -47,6 +47,7 @@ from syntax_t2t.cli import common, scoring_flags
 from syntax_t2t.data import dependency_phrases
 from syntax_t2t.data.conllu_reader import read_conllu
 from syntax_t2t.decoding import inputs as decode_inputs
+from syntax_t2t.decoding.encoder_attention import encoder_attention
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.evaluation import attention, length_buckets, ngram_precision, plots, translation
@@ -131,7 +132,7 @@ def analyze_attention(analysis_dir):
     if FLAGS.heatmap_sentence >= len(usable):
         raise common.UsageError(f"--heatmap_sentence={FLAGS.heatmap_sentence}: only {len(usable)} "
                                 f"sentences are analysed")
-    sentences = attention.encoder_attention(trained.model, trained.problem, [e.source for e in usable])
+    sentences = encoder_attention(trained.model, trained.problem, [e.source for e in usable])
     num_layers = len(sentences[0].layers)
     parse = _parse_location(trained.model, trained.hparams)
     layer = FLAGS.histogram_layer

@@ -14,5 +14,6 @@
 | `decoder.py` | batches sorted by length, original order restored, results per sentence |
 | `parse_heads.py`, `mst.py` | heads from a parse head's scores: argmax or maximum spanning tree (C++ Chu-Liu/Edmonds) |
 | `model_loading.py` | a run's model, hparams and checkpoint |
+| `encoder_attention.py` | a model's encoder self-attention per sentence, without padding (`bin/analyze`) |
 | `dev_translation.py` | dev-set BLEU (and UAS) during training, handed to the trainer's validation by `bin/train` |
 """

@@ -1,74 +1,29 @@
-"""Encoder self-attention of a trained model, and the histograms of thesis Section 6.3.
+"""The histograms of encoder self-attention weights of thesis Section 6.3.
 
-`encoder_attention` runs the encoder over source sentences and keeps, per
-sentence and layer, the attention probabilities among the positions the
-encoder really saw (`<ROOT>` for parse models, the words, `<EOS>`), without
-padding. `weight_histograms` bins those weights as Figures 6.1 and 6.2 do:
-all heads of a layer together, or each head alone, in bins of width 0.1.
+`weight_histograms` bins the attention probabilities of sentences (as
+`decoding.encoder_attention.encoder_attention` returns them) as Figures 6.1
+and 6.2 do: all heads of a layer together, or each head alone, in bins of
+width 0.1.
 """
 
-import dataclasses
-from typing import Optional, Sequence
+from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
-from syntax_t2t.data.derived_features import with_derived_features
-from syntax_t2t.decoding.decoder import pad_batch
-
 BIN_EDGES = np.linspace(0.0, 1.0, 11)
-ROOT_TOKEN, EOS_TOKEN = "<ROOT>", "<EOS>"
 
 
-@dataclasses.dataclass(frozen=True)
-class SentenceAttention:
-    """The encoder self-attention of one sentence.
+class SentenceLayers(Protocol):
+    """One sentence's attention: a float [heads, n, n] array per encoder layer."""
 
-    Attributes:
-        tokens: the encoder's positions: `<ROOT>` (parse models), the
-            words, `<EOS>`.
-        layers: one float32 [heads, n, n] array per encoder layer; row i is
-            the distribution of position i's attention over the positions.
-    """
-
-    tokens: tuple[str, ...]
     layers: tuple[np.ndarray, ...]
 
 
-def encoder_attention(model, problem, sources: Sequence, batch_size: int = 32) -> list[SentenceAttention]:
-    """The encoder self-attention of every source sentence.
-
-    Args:
-        model: a restored model (`encode(..., return_attention=True)`).
-        problem: its problem, vocabularies loaded (`encode_source`).
-        sources: `DependencyTree`s or token lists, as the model needs them.
-        batch_size: sentences per encoder call.
-
-    Returns:
-        One `SentenceAttention` per source, in order.
-    """
-    keys = sorted(model.decode_features)
-    prefix = (ROOT_TOKEN,) if getattr(model, "prefix_root", False) else ()
-    results = []
-    for start in range(0, len(sources), batch_size):
-        chunk = sources[start:start + batch_size]
-        encoded = [problem.encode_source(source) for source in chunk]
-        # Derived features (MG-SA's partitions, NSD's distances) are the host's to add.
-        batch = with_derived_features(model, pad_batch(encoded, keys))
-        attention = [layer.numpy() for layer in model.encode(batch, return_attention=True)["attention"]]
-        for row, (source, features) in enumerate(zip(chunk, encoded)):
-            words = tuple(getattr(source, "tokens", source))
-            size = len(prefix) + len(features["inputs"])
-            results.append(SentenceAttention(
-                tokens=prefix + words + (EOS_TOKEN,),
-                layers=tuple(layer[row, :, :size, :size] for layer in attention)))
-    return results
-
-
-def weight_histograms(sentences: Sequence[SentenceAttention], layer: Optional[int] = None) -> np.ndarray:
+def weight_histograms(sentences: Sequence[SentenceLayers], layer: Optional[int] = None) -> np.ndarray:
     """Counts of attention weights in the bins `BIN_EDGES` ([0, 0.1), ..., [0.9, 1.0]).
 
     Args:
-        sentences: from `encoder_attention`.
+        sentences: from `decoding.encoder_attention.encoder_attention`.
         layer: None: one histogram per layer over all its heads (Figure
             6.1); an index: one histogram per head of that layer (Figure 6.2).
 
