@@ -3,14 +3,15 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
+import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
 from syntax_t2t import registry
-from syntax_t2t.cli import registration
-from syntax_t2t.decoding.fast_decode import make_decode_function
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models.anmt import ANMT, reverse_words
 from syntax_t2t.models.tree2seq import Tree2Seq, _masked_lstm
+
+pytestmark = pytest.mark.backends
 
 VOCAB = {"inputs": 30, "targets": 20}
 # Three sentences of 4, 1 and 2 words, each with <EOS> (1), right-padded.
@@ -18,8 +19,11 @@ INPUTS = [[5, 6, 7, 8, 1, 0], [9, 1, 0, 0, 0, 0], [10, 11, 1, 0, 0, 0]]
 TARGETS = [[4, 5, 6, 1, 0], [7, 1, 0, 0, 0], [8, 9, 10, 11, 1]]
 
 
+def numpy(value):
+    return ops.convert_to_numpy(value)
+
+
 def make_model(seed=0, **overrides):
-    registration.import_all()
     hparams = registry.hparams("tree2seq_tiny")
     hparams.override({"embedding_size": 8, "hidden_size": 6, "blackout_samples": 5, **overrides})
     model = ANMT(hparams, VOCAB)
@@ -30,16 +34,16 @@ def make_model(seed=0, **overrides):
 
 
 def test_reverse_words_keeps_eos_and_padding_in_place():
-    reversed_ = reverse_words(tf.constant(INPUTS)).numpy()
+    reversed_ = numpy(reverse_words(np.array(INPUTS)))
     assert reversed_.tolist() == [[8, 7, 6, 5, 1, 0], [9, 1, 0, 0, 0, 0], [11, 10, 1, 0, 0, 0]]
-    np.testing.assert_array_equal(reverse_words(tf.constant(reversed_)), INPUTS)
+    np.testing.assert_array_equal(numpy(reverse_words(reversed_)), INPUTS)
 
 
 def test_the_reversed_model_reads_the_reversed_source():
     plain, reversed_ = make_model(), make_model(reverse_source=True)
     reversed_.set_weights(plain.get_weights())
-    features = {"inputs": tf.constant(INPUTS)}
-    by_hand = {"inputs": tf.constant([[8, 7, 6, 5, 1, 0], [9, 1, 0, 0, 0, 0], [11, 10, 1, 0, 0, 0]])}
+    features = {"inputs": np.array(INPUTS)}
+    by_hand = {"inputs": np.array([[8, 7, 6, 5, 1, 0], [9, 1, 0, 0, 0, 0], [11, 10, 1, 0, 0, 0]])}
     got, expected = reversed_.encode(features), plain.encode(by_hand)
     for key in ("outputs", "initial_h", "initial_c", "padding_mask"):
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-6)
@@ -55,17 +59,16 @@ def test_no_tree_weights_and_the_decoder_starts_from_the_last_state():
     names = {weight.path.split("/")[0] for weight in model.weights}
     assert names == {w.path.split("/")[0] for w in tree.weights} - {"tree_lstm", "decoder_initializer"}
     assert model.train_features == {"inputs", "targets"} and model.derived_features is None
-    inputs = tf.constant(INPUTS)
+    inputs = np.array(INPUTS)
     encoded = model.encode({"inputs": inputs})
     h, c = _masked_lstm(model.encoder_cells[0], model.source_embedding(inputs), inputs != 0)
     # s_1 is the state at <EOS>, carried on over the padding; attention reads tokens only.
-    np.testing.assert_allclose(encoded["initial_h"], h.numpy()[[0, 1, 2], [4, 1, 2]], rtol=1e-6)
-    np.testing.assert_allclose(encoded["initial_c"], c.numpy()[[0, 1, 2], [4, 1, 2]], rtol=1e-6)
+    np.testing.assert_allclose(encoded["initial_h"], numpy(h)[[0, 1, 2], [4, 1, 2]], rtol=1e-6)
+    np.testing.assert_allclose(encoded["initial_c"], numpy(c)[[0, 1, 2], [4, 1, 2]], rtol=1e-6)
     np.testing.assert_array_equal(np.sum(encoded["padding_mask"], axis=1), [5, 2, 3])
 
 
 def test_the_tree_model_refuses_reversed_input():
-    registration.import_all()
     with pytest.raises(HParamsError, match="reverse_source=true: the tree encoder"):
         Tree2Seq(registry.hparams("anmt_small_reversed"), VOCAB)
     assert registry.hparams("anmt_small").reverse_source is False
@@ -76,18 +79,22 @@ def test_the_tree_model_refuses_reversed_input():
 
 def test_teacher_forcing_and_incremental_decoding_agree_with_reversed_input():
     model = make_model(reverse_source=True)
-    features = {"inputs": tf.constant(INPUTS), "targets": tf.constant(TARGETS)}
-    full = model(features)["logits"].numpy()
+    features = {"inputs": np.array(INPUTS), "targets": np.array(TARGETS)}
+    full = numpy(model(features)["logits"])
     memory = model.decoder_memory(model.encode(features))
     cache = model.initial_decoder_cache(3, 5)
-    ids = tf.fill([3], model.decode_start_id)
+    ids = np.full([3], model.decode_start_id, np.int32)
     for step in range(5):
-        logits, cache = model.decode_step(ids, tf.constant(step), cache, memory)
-        np.testing.assert_allclose(logits, full[:, step], rtol=1e-5, atol=1e-5)
+        logits, cache = model.decode_step(ids, ops.convert_to_tensor(step, "int32"), cache,
+                                          memory)
+        np.testing.assert_allclose(numpy(logits), full[:, step], rtol=1e-5, atol=1e-5)
         ids = features["targets"][:, step]
 
 
 def test_a_reversed_model_learns_a_batch_and_beam_search_decodes_it():
+    tf = pytest.importorskip("tensorflow", reason="beam search decoding runs on TensorFlow")
+    from syntax_t2t.decoding.fast_decode import make_decode_function
+
     keras.utils.set_random_seed(3)
     model = make_model(reverse_source=True, softmax="full", embedding_size=16, hidden_size=32)
     features = {"inputs": tf.constant(INPUTS), "targets": tf.constant(TARGETS)}

@@ -18,7 +18,9 @@ they are. The hparams are `tree2seq`'s (`hparams/tree2seq.py`: `anmt_small`
 and `anmt_small_reversed` are Table 3's rows at K = 500).
 """
 
-import tensorflow as tf
+from typing import Any, Mapping
+
+from keras import ops
 
 from syntax_t2t import registry
 from syntax_t2t.models.tree2seq import PAD_ID, Tree2Seq
@@ -34,10 +36,13 @@ def reverse_words(inputs):
     Returns:
         int32 [B, S].
     """
-    inputs = tf.cast(inputs, tf.int32)
-    tokens = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
-    words = tf.maximum(tokens - 1, 0)
-    return tf.reverse_sequence(inputs, words, seq_axis=1, batch_axis=0)
+    inputs = ops.cast(inputs, "int32")
+    tokens = ops.sum(ops.cast(ops.not_equal(inputs, PAD_ID), "int32"), axis=1)
+    words = ops.maximum(tokens - 1, 0)[:, None]
+    positions = ops.arange(ops.shape(inputs)[1], dtype="int32")[None, :]
+    # Word p reads word n - 1 - p; <EOS> and the padding read themselves.
+    source = ops.where(positions < words, words - 1 - positions, positions)
+    return ops.take_along_axis(inputs, source, axis=1)
 
 
 @registry.register_model("anmt")
@@ -56,10 +61,10 @@ class ANMT(Tree2Seq):
 
     def source_ids(self, features):
         """`inputs` as the encoder reads them: int32 [B, S], reversed with `reverse_source`."""
-        inputs = tf.cast(features["inputs"], tf.int32)
+        inputs = ops.cast(features["inputs"], "int32")
         return reverse_words(inputs) if self.hparams.get("reverse_source", False) else inputs
 
-    def encode(self, features, training=False):
+    def encode(self, features: Mapping[str, Any], training: bool = False) -> dict:
         """Runs the sequential encoder.
 
         Args:
@@ -72,6 +77,6 @@ class ANMT(Tree2Seq):
             state `"initial_h"`, `"initial_c"` [B, d] (the last token's).
         """
         states, memory_cells, token_mask = self.encode_sequence(self.source_ids(features))
-        return {"outputs": states * tf.cast(token_mask, states.dtype)[:, :, None],
+        return {"outputs": states * ops.cast(token_mask, states.dtype)[:, :, None],
                 "padding_mask": token_mask,
                 "initial_h": states[:, -1], "initial_c": memory_cells[:, -1]}

@@ -53,28 +53,33 @@ and `decode_step`, whose cache is the decoder state (h, c, s~).
 """
 
 import functools
+from typing import Any, Mapping
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from syntax_t2t import registry
+from syntax_t2t.backend.loops import scan_states
 from syntax_t2t.data import binary_tree
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
-from syntax_t2t.data.pipeline import DerivedFeatures
+from syntax_t2t.data.derived_features import DerivedFeatures, require_derived
 from syntax_t2t.data.tree import DependencyTree, TreeError
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.blackout import BlackOut
 from syntax_t2t.layers.tree_lstm import BinaryTreeLSTM, BinaryTreeLSTMCell, root_states
 from syntax_t2t.models import losses
 from syntax_t2t.models.hparams_model import HParamsModel
-from syntax_t2t.models.transformer import shift_right
+from syntax_t2t.models.transformer import fit_length, shift_right
 
 PAD_ID = 0
 SOFTMAXES = ("blackout", "full")
 LOSS_NORMALIZATIONS = ("sentence", "token")
 TREE_FEATURES = ("src_tree_left", "src_tree_right", "src_tree_level")
 _TREE_CACHE_SIZE = 1 << 17
+# The masked score of a padding position: float32's lowest, finite so that
+# softmax over a row of padding only (never attended) stays finite.
+_MASKED_SCORE = float(np.finfo(np.float32).min)
 
 
 @functools.lru_cache(maxsize=_TREE_CACHE_SIZE)
@@ -83,7 +88,7 @@ def _binary_tree(heads: tuple[int, ...], rule: str) -> binary_tree.BinaryTree:
     return binary_tree.binarize(phrase_structure_from_dependencies(tree), rule)
 
 
-def source_tree_arrays(src_heads, rule="head"):
+def source_tree_arrays(src_heads: np.ndarray, rule: str = "head") -> tuple[np.ndarray, ...]:
     """The binary phrase structures of a batch's source trees (module docstring).
 
     Args:
@@ -126,8 +131,9 @@ def source_tree_arrays(src_heads, rule="head"):
 def _forget_bias_initializer(units, forget_bias):
     """A Keras LSTM bias (gates i, f, c, o) of zeros with the forget gate at `forget_bias`."""
     def initializer(shape, dtype=None):
-        return tf.concat([tf.zeros([units]), tf.fill([units], float(forget_bias)),
-                          tf.zeros([2 * units])], axis=0)
+        return ops.concatenate([ops.zeros([units], dtype),
+                                ops.full([units], float(forget_bias), dtype),
+                                ops.zeros([2 * units], dtype)], axis=0)
     return initializer
 
 
@@ -143,17 +149,17 @@ def _masked_lstm(cell, inputs, mask):
         `(h, c)`, each [B, S, d]; at padding the state of the last token is
         carried on, so `h[:, -1]`, `c[:, -1]` are the final state.
     """
-    zeros = tf.zeros(tf.stack([tf.shape(inputs)[0], cell.units]), cell.compute_dtype)
+    zeros = ops.zeros((ops.shape(inputs)[0], cell.units), cell.compute_dtype)
 
     def step(state, elements):
         x, keep = elements
         _, (h, c) = cell(x, list(state))
         keep = keep[:, None]
-        return tf.where(keep, h, state[0]), tf.where(keep, c, state[1])
+        return ops.where(keep, h, state[0]), ops.where(keep, c, state[1])
 
-    h, c = tf.scan(step, (tf.transpose(inputs, [1, 0, 2]), tf.transpose(mask)),
-                   initializer=(zeros, zeros))
-    return tf.transpose(h, [1, 0, 2]), tf.transpose(c, [1, 0, 2])
+    h, c = scan_states(step, (zeros, zeros),
+                       (ops.transpose(inputs, [1, 0, 2]), ops.transpose(mask)))
+    return ops.transpose(h, [1, 0, 2]), ops.transpose(c, [1, 0, 2])
 
 
 @registry.register_model("tree2seq")
@@ -176,7 +182,7 @@ class Tree2Seq(HParamsModel):
     #: Whether the encoder has the tree part (`models/anmt.py` is the model without).
     uses_trees = True
 
-    def __init__(self, hparams, vocab_sizes, **kwargs):
+    def __init__(self, hparams, vocab_sizes: Mapping[str, int], **kwargs):
         super().__init__(**kwargs)
         self.hparams = hparams.copy()
         self.vocab_sizes = {str(k): int(v) for k, v in dict(vocab_sizes).items()}
@@ -262,31 +268,23 @@ class Tree2Seq(HParamsModel):
 
     # ------------------------------------------------------------- encoding
 
-    def source_trees(self, features, num_leaves):
+    def source_trees(self, features: Mapping[str, Any], num_leaves: Any) -> tuple[Any, Any, Any]:
         """The batch's trees, renumbered for `num_leaves` leaf positions: int32 [B, num_leaves] x 3.
 
         Raises:
             KeyError: the batch lacks the derived tree features.
         """
-        missing = [key for key in TREE_FEATURES if key not in features]
-        if missing:
-            raise KeyError(
-                f"model {type(self).__name__} needs the batch features {', '.join(missing)}, "
-                f"which its `derived_features` compute from src_heads (the trainer and the decoder "
-                f"add them; elsewhere use `batch.update(model.derived_features.compute(batch))`)")
-        left, right, level = (tf.cast(features[key], tf.int32) for key in TREE_FEATURES)
+        require_derived(features, TREE_FEATURES, type(self).__name__, ("src_heads",))
+        left, right, level = (ops.cast(features[key], "int32") for key in TREE_FEATURES)
         # The arrays number phrase slot k as node L + k for their own length L.
-        positions = tf.shape(left)[1]
+        positions = ops.shape(left)[1]
 
         def renumbered(children):
-            return tf.where(children >= positions, children - positions + num_leaves, children)
+            return ops.where(children >= positions, children - positions + num_leaves, children)
 
-        def fitted(values):
-            values = tf.pad(values, [[0, 0], [0, tf.maximum(num_leaves - positions, 0)]],
-                            constant_values=binary_tree.PAD_NODE)
-            return values[:, :num_leaves]
-
-        return fitted(renumbered(left)), fitted(renumbered(right)), fitted(level)
+        return (fit_length(renumbered(left), num_leaves, binary_tree.PAD_NODE),
+                fit_length(renumbered(right), num_leaves, binary_tree.PAD_NODE),
+                fit_length(level, num_leaves, binary_tree.PAD_NODE))
 
     def encode_sequence(self, inputs):
         """The sequential LSTMs over `inputs` int [B, S] (eq. 1, 4).
@@ -295,13 +293,14 @@ class Tree2Seq(HParamsModel):
             `(h, c, token_mask)`: h and c [B, S, d] (at padding the last
             token's state carried on), token_mask bool [B, S].
         """
-        token_mask = tf.not_equal(inputs, PAD_ID)
+        token_mask = ops.not_equal(inputs, PAD_ID)
         states = self.source_embedding(inputs)
+        memory_cells = None
         for cell in self.encoder_cells:
             states, memory_cells = _masked_lstm(cell, states, token_mask)
         return states, memory_cells, token_mask
 
-    def encode(self, features, training=False):
+    def encode(self, features: Mapping[str, Any], training: bool = False) -> dict:
         """Runs the sequential and the tree encoder.
 
         Args:
@@ -314,25 +313,25 @@ class Tree2Seq(HParamsModel):
             tokens and phrases), and the decoder's first state
             `"initial_h"`, `"initial_c"` [B, d] (eq. 12).
         """
-        inputs = tf.cast(features["inputs"], tf.int32)
-        length = tf.shape(inputs)[1]
+        inputs = ops.cast(features["inputs"], "int32")
+        length = ops.shape(inputs)[1]
         states, memory_cells, token_mask = self.encode_sequence(inputs)
         left, right, level = self.source_trees(features, length)
         phrase_h, phrase_c = self.tree_lstm(states, memory_cells, left, right, level)
-        heads = tf.cast(features["src_heads"], tf.int32)
-        num_leaves = tf.reduce_sum(tf.cast(heads >= 0, tf.int32), axis=1)
+        heads = ops.cast(features["src_heads"], "int32")
+        num_leaves = ops.sum(ops.cast(heads >= 0, "int32"), axis=1)
         root_h = root_states(states, phrase_h, left, num_leaves)
         root_c = root_states(memory_cells, phrase_c, left, num_leaves)
         initial_h, initial_c = self.decoder_initializer(states[:, -1], memory_cells[:, -1],
                                                         root_h, root_c)
-        token_states = states * tf.cast(token_mask, states.dtype)[:, :, None]
-        return {"outputs": tf.concat([token_states, phrase_h], axis=1),
-                "padding_mask": tf.concat([token_mask, left >= 0], axis=1),
+        token_states = states * ops.cast(token_mask, states.dtype)[:, :, None]
+        return {"outputs": ops.concatenate([token_states, phrase_h], axis=1),
+                "padding_mask": ops.concatenate([token_mask, left >= 0], axis=1),
                 "initial_h": initial_h, "initial_c": initial_c}
 
     # ------------------------------------------------------------- decoding
 
-    def decoder_memory(self, encoded, beam_size=1):
+    def decoder_memory(self, encoded: Mapping[str, Any], beam_size: int = 1) -> dict:
         """What every decoding step reads but never changes, one row per hypothesis.
 
         Args:
@@ -349,34 +348,37 @@ class Tree2Seq(HParamsModel):
                   "initial_h": encoded["initial_h"], "initial_c": encoded["initial_c"]}
         if beam_size == 1:
             return memory
-        return {key: tf.repeat(value, beam_size, axis=0) for key, value in memory.items()}
+        return {key: ops.repeat(value, beam_size, axis=0) for key, value in memory.items()}
 
-    def initial_decoder_cache(self, batch_size, max_length, in_place=False):
+    def initial_decoder_cache(self, batch_size: Any, max_length: Any,
+                              in_place: bool = False) -> dict:
         """The decoder state before step 0: zeros `"h"`, `"c"`, `"feed"` [B, d].
 
         Step 0 replaces h and c by s_1 from the memory; `max_length` and
         `in_place` are unused (the state does not grow, and each step makes
         a new one).
         """
-        zeros = tf.zeros(tf.stack([batch_size, self.hparams.hidden_size]), self.compute_dtype)
+        zeros = ops.zeros((batch_size, self.hparams.hidden_size), self.compute_dtype)
         return {"h": zeros, "c": zeros, "feed": zeros}
 
     def _decoder_state(self, ids, step, cache, memory, training=False):
         """One decoder step without the softmax: the new `(h, c, feed)` (module docstring)."""
-        inputs = tf.concat([self.target_embedding(tf.cast(ids, tf.int32)), cache["feed"]], -1)
+        inputs = ops.concatenate(
+            [self.target_embedding(ops.cast(ids, "int32")), cache["feed"]], axis=-1)
         _, (h, c) = self.decoder_cell(inputs, [cache["h"], cache["c"]], training=training)
-        first = tf.equal(step, 0)
-        h = tf.where(first, tf.cast(memory["initial_h"], h.dtype), h)
-        c = tf.where(first, tf.cast(memory["initial_c"], c.dtype), c)
+        first = ops.equal(step, 0)
+        h = ops.where(first, ops.cast(memory["initial_h"], h.dtype), h)
+        c = ops.where(first, ops.cast(memory["initial_c"], c.dtype), c)
         states = memory["states"]
-        scores = tf.cast(tf.einsum("bd,bmd->bm", h, tf.cast(states, h.dtype)), tf.float32)
-        scores = tf.where(memory["padding_mask"], scores, tf.float32.min)
-        weights = tf.nn.softmax(scores, axis=-1)
-        context = tf.einsum("bm,bmd->bd", tf.cast(weights, states.dtype), states)
-        feed = self.attention_output(tf.concat([h, tf.cast(context, h.dtype)], -1))
+        scores = ops.cast(ops.einsum("bd,bmd->bm", h, ops.cast(states, h.dtype)), "float32")
+        scores = ops.where(memory["padding_mask"], scores, _MASKED_SCORE)
+        weights = ops.softmax(scores, axis=-1)
+        context = ops.einsum("bm,bmd->bd", ops.cast(weights, states.dtype), states)
+        feed = self.attention_output(ops.concatenate([h, ops.cast(context, h.dtype)], axis=-1))
         return {"h": h, "c": c, "feed": feed}
 
-    def decode_step(self, ids, step, cache, memory, training=False):
+    def decode_step(self, ids, step, cache: dict, memory: Mapping[str, Any],
+                    training: bool = False) -> tuple[Any, dict]:
         """Logits of target position `step` given the previous token.
 
         Args:
@@ -393,23 +395,23 @@ class Tree2Seq(HParamsModel):
         cache = self._decoder_state(ids, step, cache, memory, training)
         return self.output_layer.logits(cache["feed"]), cache
 
-    def decoder_outputs(self, targets, encoded, training=False):
+    def decoder_outputs(self, targets, encoded: Mapping[str, Any], training: bool = False):
         """Teacher-forced attentional states s~ [B, T, d] for `targets` [B, T]."""
         decoder_ids = shift_right(targets)
         memory = self.decoder_memory(encoded)
-        initial = self.initial_decoder_cache(tf.shape(decoder_ids)[0], None)
+        initial = self.initial_decoder_cache(ops.shape(decoder_ids)[0], None)
 
         def step(cache, elements):
             ids, position = elements
             return self._decoder_state(ids, position, cache, memory, training)
 
-        states = tf.scan(step, (tf.transpose(decoder_ids), tf.range(tf.shape(decoder_ids)[1])),
-                         initializer=initial)
-        return tf.transpose(states["feed"], [1, 0, 2])
+        positions = ops.arange(ops.shape(decoder_ids)[1], dtype="int32")
+        states = scan_states(step, initial, (ops.transpose(decoder_ids), positions))
+        return ops.transpose(states["feed"], [1, 0, 2])
 
     # ------------------------------------------------------ training interface
 
-    def call(self, features, training=False):
+    def call(self, features: Mapping[str, Any], training: bool = False) -> dict:
         """Teacher-forced forward pass.
 
         Returns:
@@ -424,7 +426,7 @@ class Tree2Seq(HParamsModel):
             result["softmax_inputs"] = outputs
         return result
 
-    def compute_losses(self, features, outputs):
+    def compute_losses(self, features: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict:
         """Scalar float32 losses `"nmt"` and `"total"` (module docstring).
 
         The token loss is BlackOut's in BlackOut training, otherwise the
@@ -440,7 +442,7 @@ class Tree2Seq(HParamsModel):
                 outputs["logits"], targets, self.hparams.label_smoothing)
         if self.hparams.loss_normalization == "token":
             return {"nmt": nmt, "total": nmt}
-        is_token = tf.not_equal(tf.cast(targets, tf.int32), PAD_ID)
-        tokens = tf.reduce_sum(tf.cast(is_token, tf.float32))
-        sentences = tf.reduce_sum(tf.cast(tf.reduce_any(is_token, axis=1), tf.float32))
-        return {"nmt": nmt, "total": nmt * tokens / tf.maximum(sentences, 1.0)}
+        is_token = ops.not_equal(ops.cast(targets, "int32"), PAD_ID)
+        tokens = ops.sum(ops.cast(is_token, "float32"))
+        sentences = ops.sum(ops.cast(ops.any(is_token, axis=1), "float32"))
+        return {"nmt": nmt, "total": nmt * tokens / ops.maximum(sentences, 1.0)}
