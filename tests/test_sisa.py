@@ -5,11 +5,12 @@ import math
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
 from syntax_t2t import registry
+from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import masks
@@ -17,9 +18,20 @@ from syntax_t2t.layers.attention import MultiHeadAttention
 from syntax_t2t.layers.biaffine import BiaffineScorer
 from syntax_t2t.models.sisa import parent_targets
 
+pytestmark = pytest.mark.backends
+
 H, D_K = 3, 4
 WIDTH = H * D_K
 VOCAB_SIZES = {"inputs": 20, "targets": 18, "deprel": 8, "upos": 7, "xpos": 9}
+
+
+def ints(values):
+    """An int32 backend tensor."""
+    return ops.convert_to_tensor(np.asarray(values, np.int32))
+
+
+def to_numpy(tensor):
+    return ops.convert_to_numpy(tensor)
 
 
 @pytest.fixture
@@ -56,7 +68,7 @@ def test_biaffine_scorer_equals_the_formula(rng):
     scorer.build((None, None, WIDTH))
     randomize(scorer, rng)
     x = rng.normal(size=(2, 4, WIDTH)).astype("float32")
-    got = scorer(x).numpy()
+    got = to_numpy(scorer(x))
     assert got.shape == (2, 4, 4) and got.dtype == np.float32
     for b in range(2):
         expected = naive_biaffine(named(scorer), x[b])
@@ -74,7 +86,7 @@ def test_biaffine_head_scores_with_the_scorer_and_keeps_other_heads_plain(rng):
     ids = np.array([[5, 6, 7, 1, 0], [5, 6, 7, 8, 1]])
     mask = masks.key_padding_mask(ids)
     outputs, details = layer(x, attention_mask=mask, return_probs=True)
-    probs = details["probs"].numpy()
+    probs = to_numpy(details["probs"])
     for b in range(2):
         length = int((ids[b] > 0).sum())
         for h, regular in ((0, 0), (2, 1)):
@@ -103,16 +115,16 @@ def test_parent_targets_point_rows_at_first_subwords_of_parents():
     # banana are split in three and two.
     word_index = [0, 1, 1, 1, 2, 3, 4, 4]
     heads = subword_syntax.first_subword_heads(word_index, [2, 3, 0, 5, 3])
-    batch_heads = tf.constant([list(heads) + [-1, -1]])
-    words = tf.constant([[w + 1 for w in word_index] + [0, 0]])
-    got = parent_targets(batch_heads, words).numpy()[0]
+    batch_heads = ints([list(heads) + [-1, -1]])
+    words = ints([[w + 1 for w in word_index] + [0, 0]])
+    got = to_numpy(parent_targets(batch_heads, words))[0]
     # eats (position 4) is the root: it points at itself; <EOS>, padding: none.
     assert got.tolist() == [1, 4, 4, 4, 4, 6, 4, 4, -1, -1]
     # A root word split in two: both pieces point at its first piece.
-    split_root = parent_targets(tf.constant([[0, 0, 1, -1]]), tf.constant([[1, 1, 2, 0]]))
-    assert split_root.numpy().tolist() == [[0, 0, 0, -1]]
+    split_root = parent_targets(ints([[0, 0, 1, -1]]), ints([[1, 1, 2, 0]]))
+    assert to_numpy(split_root).tolist() == [[0, 0, 0, -1]]
     # Word level: the root points at itself.
-    assert parent_targets(tf.constant([[2, 0, -1]])).numpy().tolist() == [[1, 1, -1]]
+    assert to_numpy(parent_targets(ints([[2, 0, -1]]))).tolist() == [[1, 1, -1]]
 
 
 def tiny_hparams(overrides=""):
@@ -126,8 +138,7 @@ def model_batch():
     inputs = np.array([[5, 6, 7, 8, 1, 0], [9, 10, 1, 0, 0, 0]], np.int32)
     heads = np.array([[2, 0, 4, 2, -1, -1], [0, 1, -1, -1, -1, -1]], np.int32)
     targets = np.array([[4, 5, 6, 1], [7, 1, 0, 0]], np.int32)
-    return {"inputs": tf.constant(inputs), "src_heads": tf.constant(heads),
-            "targets": tf.constant(targets)}
+    return {"inputs": ints(inputs), "src_heads": ints(heads), "targets": ints(targets)}
 
 
 def test_sisa_loss_is_the_row_cross_entropy_against_parents():
@@ -141,7 +152,7 @@ def test_sisa_loss_is_the_row_cross_entropy_against_parents():
     outputs = model(features)
     assert "parse_logits" not in outputs and outputs["sisa_logits"].shape == (2, 6, 6)
     losses = model.compute_losses(features, outputs)
-    logits = outputs["sisa_logits"].numpy().astype(np.float64)
+    logits = to_numpy(outputs["sisa_logits"]).astype(np.float64)
     # Gold parents, rows = dependents: sentence 0 heads [2, 0, 4, 2]; the
     # root (token 1) points at itself. Padded keys carry no probability.
     gold = {(0, 0): 1, (0, 1): 1, (0, 2): 3, (0, 3): 1, (1, 0): 0, (1, 1): 0}
@@ -164,15 +175,14 @@ def test_sisa_learns_parents_and_decodes_without_trees():
     optimizer = keras.optimizers.Adam(0.03)
     history = []
     for _ in range(15):
-        with tf.GradientTape() as tape:
-            losses = model.compute_losses(features, model(features, training=True))
-        optimizer.apply(tape.gradient(losses["total"], model.trainable_variables),
-                        model.trainable_variables)
+        _, losses, gradients = value_and_gradients(model, model.compute_losses, features,
+                                                   training=True)
+        optimizer.apply(gradients, model.trainable_variables)
         history.append({k: float(v) for k, v in losses.items()})
     assert history[-1]["parse"] < 0.5 * history[0]["parse"]
     assert history[-1]["nmt"] < history[0]["nmt"]
     encoded = model.encode({"inputs": features["inputs"]})
-    predicted = tf.argmax(encoded["sisa_logits"], -1).numpy()
+    predicted = to_numpy(encoded["sisa_logits"]).argmax(-1)
     assert predicted[0, :4].tolist() == [1, 1, 3, 1]
 
 
@@ -180,10 +190,10 @@ def test_sisa_reads_word_positions_for_training_only():
     model = registry.model("sisa")(tiny_hparams("source_word_positions=true"), VOCAB_SIZES)
     assert model.train_features == {"inputs", "targets", "src_heads", "src_word_position"}
     assert model.decode_features == {"inputs"}
-    features = dict(model_batch(), src_word_position=tf.constant(
+    features = dict(model_batch(), src_word_position=ints(
         [[1, 1, 2, 3, 0, 0], [1, 1, 0, 0, 0, 0]]),
-        src_heads=tf.constant([[0, 0, 1, 1, -1, -1], [0, 0, -1, -1, -1, -1]]))
-    gold = model.gold_head_positions(features, model.source_ids(features)).numpy()
+        src_heads=ints([[0, 0, 1, 1, -1, -1], [0, 0, -1, -1, -1, -1]]))
+    gold = to_numpy(model.gold_head_positions(features, model.source_ids(features)))
     assert gold.tolist() == [[0, 0, 0, 0, -1, -1], [0, 0, -1, -1, -1, -1]]
 
 
