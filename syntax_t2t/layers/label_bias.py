@@ -20,6 +20,7 @@ from typing import Sequence
 from keras import ops
 
 from syntax_t2t.backend import Tensor
+from syntax_t2t.backend.kernels import xla_kernel
 
 
 def label_logits(queries: Tensor, tables: Sequence[Tensor], labels: Sequence[Tensor]) -> Tensor:
@@ -42,12 +43,18 @@ def label_logits(queries: Tensor, tables: Sequence[Tensor], labels: Sequence[Ten
                          f"tables and {len(labels)} label tensors")
     queries = ops.convert_to_tensor(queries)
     tables = [ops.cast(table, queries.dtype) for table in tables]
+    labels = [ops.cast(ids, "int32") for ids in labels]
+    return _label_logits(queries, tables, labels)
+
+
+@xla_kernel
+def _label_logits(queries: Tensor, tables: Sequence[Tensor], labels: Sequence[Tensor]) -> Tensor:
     # Labels last, so that each pair's logits are read off by a gather along
     # that axis, already in the output layout.
     per_label = ops.einsum("bqhd,ld->bhql", queries, ops.concatenate(tables, axis=0))
     offset, logits = 0, 0
     for table, ids in zip(tables, labels):
-        ids = ops.cast(ids, "int32") + offset  # the kind's rows of the stacked tables
+        ids = ids + offset  # the kind's rows of the stacked tables
         logits += ops.take_along_axis(per_label, ids[:, None, :, :], axis=3)
         offset += ops.shape(table)[0]
     return logits
