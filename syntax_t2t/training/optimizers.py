@@ -10,12 +10,16 @@ wrapped in Keras's dynamic loss scaling under float16.
 
 Clipping is done here rather than through Keras's `global_clipnorm` because
 Keras clips each replica's partial gradient before summing them across
-replicas; the global norm that T2T clips is that of the summed gradient.
+replicas; the global norm that T2T clips is that of the summed gradient. The
+rule itself (`backend/clipping.py`) is shared with the JAX step.
+
+TensorFlow is imported only by the functions of the TensorFlow trainer, so
+that the JAX step (and `bin/bench` under JAX) build the same optimizer.
 """
 
 import keras
-import tensorflow as tf
 
+from syntax_t2t.backend import clipping
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.training import precision, schedules
 
@@ -91,6 +95,8 @@ class HalvingSGD(keras.optimizers.SGD):
 
 def loss_scale(optimizer):
     """The factor by which the loss is multiplied before differentiation."""
+    import tensorflow as tf
+
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return tf.convert_to_tensor(optimizer.dynamic_scale)
     return tf.constant(1.0)
@@ -115,6 +121,8 @@ def clip_by_global_norm(gradients, clip_norm, optimizer):
     Returns:
         The list of clipped gradients.
     """
+    import tensorflow as tf
+
     replica_context = tf.distribute.get_replica_context()
     replicas = replica_context.num_replicas_in_sync if replica_context else 1
     present = [i for i, gradient in enumerate(gradients) if gradient is not None]
@@ -126,7 +134,7 @@ def clip_by_global_norm(gradients, clip_norm, optimizer):
     if replicas > 1:
         clipped = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, clipped)
     bound = clip_norm * tf.cast(loss_scale(optimizer), tf.float32)
-    clipped, _ = tf.clip_by_global_norm(clipped, bound)
+    clipped = clipping.clip_by_global_norm(clipped, bound)
     if replicas > 1:
         clipped = [gradient / replicas for gradient in clipped]
     gradients = list(gradients)

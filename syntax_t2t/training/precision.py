@@ -4,12 +4,14 @@
 (bfloat16 where the GPU computes it natively, compute capability 8.0 and up,
 otherwise float16 with loss scaling) and XLA compilation; on a CPU, plain
 float32 without XLA, since neither gains anything there.
+
+TensorFlow is imported only where `auto` asks it for the GPUs, so that the
+JAX step can scope the same dtype policies.
 """
 
 import contextlib
 
 import keras
-import tensorflow as tf
 
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 XLA_CHOICES = ("auto", "true", "false")
@@ -19,6 +21,8 @@ _BFLOAT16_COMPUTE_CAPABILITY = (8, 0)
 
 
 def _gpu_compute_capabilities():
+    import tensorflow as tf
+
     capabilities = []
     for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)
@@ -71,6 +75,8 @@ def resolve_xla(choice, has_gpu=None):
     if choice != "auto":
         return choice == "true"
     if has_gpu is None:
+        import tensorflow as tf
+
         has_gpu = bool(tf.config.list_physical_devices("GPU"))
     return has_gpu
 
