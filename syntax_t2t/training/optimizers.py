@@ -102,6 +102,28 @@ def loss_scale(optimizer):
     return tf.constant(1.0)
 
 
+def dense_gradients(gradients):
+    """The gradients with every `tf.IndexedSlices` (an embedding lookup's) summed into a dense tensor.
+
+    Keras's Adam on TensorFlow squares the slices of an `IndexedSlices` one by
+    one, so a token that occurs k times in a batch adds the sum of its k
+    squared partial gradients to the second moment instead of the square of
+    their sum: not Adam, and not what the JAX step or gradient accumulation
+    (which sum first) compute. Summing duplicates first makes all of them
+    the same Adam.
+
+    Args:
+        gradients: list of tensors, `tf.IndexedSlices` or None.
+
+    Returns:
+        The list with dense tensors in place of the slices.
+    """
+    import tensorflow as tf
+
+    return [tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+            for gradient in gradients]
+
+
 def clip_by_global_norm(gradients, clip_norm, optimizer):
     """Clips one replica's gradients so that the summed gradient's norm is at most `clip_norm`.
 

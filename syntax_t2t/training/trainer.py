@@ -185,7 +185,7 @@ class Trainer:
             # The optimizer sums the replicas' gradients: each contributes its
             # share of the mean.
             loss = self.optimizer.scale_loss(losses["total"] / replicas)
-        gradients = tape.gradient(loss, self.model.trainable_variables)
+        gradients = optimizers.dense_gradients(tape.gradient(loss, self.model.trainable_variables))
         report = {name: tf.cast(losses[name], tf.float32) for name in self._loss_names}
         report.update(self._diagnostics(batch, outputs, losses))
         report["tokens"] = metrics.target_token_count(batch["targets"])
