@@ -107,3 +107,15 @@ def test_the_bound_follows_the_loss_scale():
     assert global_norm(clipped) / scale == pytest.approx(1.0, rel=1e-6)
     infinite = optimizers.clip_by_global_norm([tf.constant([np.inf, 1.0])], 1.0, optimizer)
     assert not np.all(np.isfinite(infinite[0].numpy()))
+
+
+def test_an_embedding_gradient_is_summed_per_row_before_the_optimizer_sees_it():
+    # Token 1 occurs twice: its gradient is [2, 2]. Keras's Adam on TensorFlow
+    # would square the two slices separately (second moment 1 + 1, not 2 ** 2).
+    slices = tf.IndexedSlices(values=tf.ones((3, 2)), indices=tf.constant([0, 1, 1]),
+                              dense_shape=tf.constant([3, 2]))
+    dense = optimizers.dense_gradients([slices, None, tf.constant([5.0])])
+    assert dense[1] is None
+    assert not isinstance(dense[0], tf.IndexedSlices)
+    np.testing.assert_array_equal(dense[0].numpy(), [[1, 1], [2, 2], [0, 0]])
+    np.testing.assert_array_equal(dense[2].numpy(), [5.0])
