@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from syntax_t2t import registry
 from syntax_t2t.cli import registration
+from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.benchmarks import flops, measure, report, training_throughput
 from syntax_t2t.hparams import HParams
 
@@ -244,3 +246,70 @@ def test_bench_quick_run_reports_every_model(tmp_path):
     threads = results["threads"]
     assert threads["tensorflow"]["intra_op"] == threads["torch"]["intra_op"] == threads["requested"]
     assert len(results["run"]["load_average"]["start"]) == 3
+
+
+def test_a_saved_batch_reads_back_with_its_vocabulary_sizes(tmp_path):
+    batch = {"inputs": np.arange(12, dtype=np.int32).reshape(3, 4),
+             "targets": np.ones((3, 4), np.int32), "src_heads": -np.ones((3, 4), np.int32)}
+    batches_lib.save_batch(str(tmp_path / "batch.npz"), batch, {"inputs": 20, "targets": 18}, 7)
+    loaded, vocab_sizes, seed = batches_lib.load_batch(str(tmp_path / "batch.npz"))
+    assert sorted(loaded) == sorted(batch) and seed == 7
+    for key, value in batch.items():
+        np.testing.assert_array_equal(loaded[key], value)
+    assert vocab_sizes == {"inputs": 20, "targets": 18}
+    np.savez(tmp_path / "other.npz", inputs=batch["inputs"])
+    with pytest.raises(ValueError, match="holds no benchmark batch"):
+        batches_lib.load_batch(str(tmp_path / "other.npz"))
+
+
+def test_the_table_names_the_backend():
+    results = _synthetic_results()
+    assert "Keras backend tensorflow." in report.format_table(results).splitlines()[0]
+    results["settings"].update(backend="jax", xla=True)
+    results["threads"] = {"requested": 2, "jax": "XLA's own CPU pool, one thread per core"}
+    lines = report.format_table(results).splitlines()
+    assert "Keras backend jax." in lines[0] and "XLA on" in lines[1]
+    assert "Threads: jax: XLA's own CPU pool, one thread per core (? cores)." in lines
+
+
+JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON", str(REPO / ".venv-jax" / "bin" / "python"))
+
+
+@pytest.mark.slow
+def test_the_training_part_runs_under_jax_without_tensorflow_on_a_saved_batch(tmp_path):
+    if not os.path.exists(JAX_PYTHON):
+        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    common = ["--quick", "--hparams_set=transformer_tiny", "--models=transformer",
+              "--repetitions=1"]
+    batch = tmp_path / "batch.npz"
+    runs = {}
+    for backend, python, extra in (
+            ("tensorflow", sys.executable, ["--only=training", f"--save_batch={batch}"]),
+            ("jax", JAX_PYTHON, [f"--batch_file={batch}"])):
+        output_dir = tmp_path / backend
+        completed = subprocess.run(
+            [python, str(REPO / "bin" / "bench"), *common, *extra, f"--output_dir={output_dir}"],
+            cwd=REPO, capture_output=True, text=True, timeout=600,
+            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2"))
+        assert completed.returncode == 0, f"{backend}:\n{completed.stderr[-3000:]}"
+        runs[backend] = json.loads((output_dir / "bench.json").read_text())
+        assert f"Keras backend {backend}." in (output_dir / "bench.md").read_text()
+    tf_run, jax_run = runs["tensorflow"], runs["jax"]
+    assert (jax_run["settings"]["backend"], jax_run["settings"]["xla"]) == ("jax", True)
+    assert (jax_run["settings"]["length"], jax_run["settings"]["sentences"]) == (
+        tf_run["settings"]["length"], tf_run["settings"]["sentences"])
+    assert sorted(jax_run["training"]["cases"]) == sorted(tf_run["training"]["cases"])
+    for label, case in jax_run["training"]["cases"].items():
+        assert case["parameters"] == tf_run["training"]["cases"][label]["parameters"]
+        assert case["step_time"]["median"] > 0
+    assert jax_run["efficiency"]["mfu"]["transformer"] > 0
+    refused = subprocess.run(
+        [JAX_PYTHON, str(REPO / "bin" / "bench"), "--only=training,decoding",
+         f"--batch_file={batch}", f"--output_dir={tmp_path / 'refused'}"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, KERAS_BACKEND="jax"))
+    assert refused.returncode == 1
+    assert "under KERAS_BACKEND=jax bin/bench runs only training" in refused.stderr

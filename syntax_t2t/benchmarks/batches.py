@@ -6,6 +6,10 @@ makes `length`), encoded with the problem's vocabularies and padded per
 `docs/design.md` to exactly `length`, the bucket boundary. The
 vocabularies come from a small `generate_data` run in a temporary
 directory, so nothing outside it is read or written.
+
+Making them needs the problem's datagen, which needs TensorFlow; where it is
+missing (JAX on a GPU machine) a batch saved by a TensorFlow run
+(`save_batch`, `bin/bench --save_batch`) is read instead (`load_batch`).
 """
 
 import random
@@ -13,10 +17,7 @@ import tempfile
 
 import numpy as np
 
-from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder, sample_tree, target_tree, translate
-from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEYS
-from syntax_t2t.decoding.decoder import pad_batch
-from syntax_t2t.problem import TreeTokens
+from syntax_t2t.data.schema import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEYS
 
 # Enough sentences to see every word of the synthetic lexicon.
 _VOCABULARY_SENTENCES = 2000
@@ -30,6 +31,8 @@ class SyntheticBatches:
     """
 
     def __init__(self, seed=0):
+        from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
+
         self.seed = seed
         self.problem = SyntheticSyntaxReorder(train_size=_VOCABULARY_SENTENCES, dev_size=1,
                                               test_size=1)
@@ -52,6 +55,9 @@ class SyntheticBatches:
         Raises:
             ValueError: `length` < 2 or `num_sentences` < 1.
         """
+        from syntax_t2t.decoding.decoder import pad_batch
+        from syntax_t2t.problems.synthetic import sample_tree
+
         if length < 2 or num_sentences < 1:
             raise ValueError(f"need length >= 2 and num_sentences >= 1, got {length}, "
                              f"{num_sentences}")
@@ -64,6 +70,9 @@ class SyntheticBatches:
         return {key: _pad_to(values, length, key) for key, values in batch.items()}
 
     def _target(self, tree):
+        from syntax_t2t.problem import TreeTokens
+        from syntax_t2t.problems.synthetic import target_tree, translate
+
         # As the problem's own samples: with its tree when it has target trees.
         if self.problem.has_target_trees:
             return TreeTokens(target_tree(tree, self.problem.lexicon))
@@ -89,3 +98,36 @@ def sentences_for(length, batch_tokens):
 def target_tokens(batch):
     """Non-padding target tokens of a batch (what tokens/s counts)."""
     return int(np.count_nonzero(batch["targets"]))
+
+
+def save_batch(path, batch, vocab_sizes, seed):
+    """Writes a batch and the vocabulary sizes it was encoded with to `path` (.npz).
+
+    Args:
+        path: the file to write.
+        batch: `{feature: np.int32 [B, L]}`.
+        vocab_sizes: `{vocabulary: size}` of the problem.
+        seed: the `SyntheticBatches` seed that made it (recorded).
+    """
+    arrays = {f"feature/{key}": np.asarray(value) for key, value in batch.items()}
+    arrays.update({f"vocab_size/{name}": np.int64(size) for name, size in vocab_sizes.items()})
+    arrays["seed"] = np.int64(seed)
+    with open(path, "wb") as stream:
+        np.savez(stream, **arrays)
+
+
+def load_batch(path):
+    """`(batch, vocab_sizes, seed)` as `save_batch` wrote them.
+
+    Raises:
+        ValueError: the file holds no batch written by `save_batch`.
+    """
+    with np.load(path) as arrays:
+        batch = {key[len("feature/"):]: arrays[key] for key in arrays.files
+                 if key.startswith("feature/")}
+        vocab_sizes = {key[len("vocab_size/"):]: int(arrays[key]) for key in arrays.files
+                       if key.startswith("vocab_size/")}
+        seed = int(arrays["seed"]) if "seed" in arrays.files else None
+    if "inputs" not in batch or "targets" not in batch or not vocab_sizes:
+        raise ValueError(f"{path} holds no benchmark batch (written by bin/bench --save_batch)")
+    return batch, vocab_sizes, seed

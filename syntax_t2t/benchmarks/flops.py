@@ -19,7 +19,7 @@ target vocabulary `V`:
 
 import time
 
-import tensorflow as tf
+import keras
 
 from syntax_t2t.benchmarks import measure
 
@@ -55,12 +55,32 @@ def training_step_flops(hparams, target_vocab_size, batch_size, source_length, t
                                                source_length, target_length)
 
 
-def peak_matmul_flops(size=1024, repetitions=5, iterations=10, dtype=tf.float32):
-    """The machine's float matmul rate (FLOP/s), measured with TensorFlow.
+def peak_matmul_flops(size=1024, repetitions=5, iterations=10, dtype="float32"):
+    """The machine's float matmul rate (FLOP/s), measured with the running Keras backend.
 
     Times `iterations` chained [size, size] products per repetition inside
-    one `tf.function` and returns the median rate over repetitions.
+    one compiled function (a `tf.function` on TensorFlow, `jax.jit` on JAX)
+    and returns the median rate over repetitions.
     """
+    if keras.backend.backend() == "jax":
+        chain, a = _jax_chain(size, iterations, dtype)
+    else:
+        chain, a = _tensorflow_chain(size, iterations, dtype)
+    chain(a)  # traces and compiles
+
+    def run():
+        start = time.perf_counter()
+        chain(a)
+        return time.perf_counter() - start
+
+    seconds = measure.Summary.of([run() for _ in range(repetitions)]).median
+    return iterations * 2 * size ** 3 / seconds
+
+
+def _tensorflow_chain(size, iterations, dtype):
+    """`(function that runs the chain and waits for it, its input)` on TensorFlow."""
+    import tensorflow as tf
+
     a = tf.random.stateless_normal([size, size], seed=[1, 2], dtype=dtype)
     b = tf.random.stateless_normal([size, size], seed=[3, 4], dtype=dtype) / size
 
@@ -70,15 +90,23 @@ def peak_matmul_flops(size=1024, repetitions=5, iterations=10, dtype=tf.float32)
             x = tf.matmul(x, b)
         return x
 
-    chain(a).numpy()  # traces
+    return (lambda x: chain(x).numpy()), a
 
-    def run():
-        start = time.perf_counter()
-        chain(a).numpy()
-        return time.perf_counter() - start
 
-    seconds = measure.Summary.of([run() for _ in range(repetitions)]).median
-    return iterations * 2 * size ** 3 / seconds
+def _jax_chain(size, iterations, dtype):
+    """`(function that runs the chain and waits for it, its input)` on JAX."""
+    import jax
+
+    a = jax.random.normal(jax.random.key(1), (size, size), dtype)
+    b = jax.random.normal(jax.random.key(3), (size, size), dtype) / size
+
+    @jax.jit
+    def chain(x):
+        for _ in range(iterations):
+            x = x @ b
+        return x
+
+    return (lambda x: chain(x).block_until_ready()), a
 
 
 def model_flops_utilisation(step_flops, step_seconds, peak_flops):

@@ -14,7 +14,12 @@ The peak resident set of the process (Linux `VmHWM`) can be reset by writing
 `5` to `/proc/self/clear_refs`; the memory of a step is then the peak during
 it minus the resident set just before it: what the step allocated on top of
 what was already there (weights, optimizer slots). On a GPU TensorFlow's
-allocator reports the peak directly (`tf.config.experimental`).
+allocator reports the peak directly (`tf.config.experimental`); JAX's
+allocator keeps a peak that cannot be reset, so on a JAX GPU the memory of a
+step is not measured.
+
+The backend library is imported where it is asked about (the running Keras
+backend's), so that `bin/bench` under JAX runs without TensorFlow.
 """
 
 import dataclasses
@@ -23,7 +28,7 @@ import random
 import statistics
 import time
 
-import tensorflow as tf
+import keras
 
 _CLEAR_REFS = "/proc/self/clear_refs"
 _STATUS = "/proc/self/status"
@@ -128,13 +133,26 @@ def peak_memory_supported():
         return False
 
 
+def _jax_gpus():
+    import jax
+
+    return [device for device in jax.devices() if device.platform == "gpu"]
+
+
 def _gpu_device():
+    """TensorFlow's first GPU, by name; None without one or under another backend."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
     gpus = tf.config.list_logical_devices("GPU")
     return gpus[0].name.split("device:")[-1] if gpus else None
 
 
 def memory_method():
     """What `peak_memory_mib` measures here, in words (for the report)."""
+    if keras.backend.backend() == "jax" and _jax_gpus():
+        return "not measured (JAX's GPU allocator peak cannot be reset)"
     if _gpu_device():
         return "GPU allocator peak during the step minus the allocation before it"
     if peak_memory_supported():
@@ -144,8 +162,13 @@ def memory_method():
 
 def peak_memory_mib(function):
     """Runs `function()`; returns the extra memory at its peak, in MiB (None if unknown)."""
+    if keras.backend.backend() == "jax" and _jax_gpus():
+        function()
+        return None
     device = _gpu_device()
     if device:
+        import tensorflow as tf
+
         tf.config.experimental.reset_memory_stats(device)
         before = tf.config.experimental.get_memory_info(device)["current"]
         function()
@@ -168,6 +191,8 @@ def set_threads(threads):
     Returns:
         `{"intra_op": n, "inter_op": n}` (0 = TensorFlow's default, one per core).
     """
+    import tensorflow as tf
+
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
@@ -185,12 +210,20 @@ def load_average():
         return None
 
 
+def _gpu_names():
+    """The GPUs the running backend computes on, by name (empty on a CPU)."""
+    if keras.backend.backend() == "jax":
+        return [device.device_kind for device in _jax_gpus()]
+    import tensorflow as tf
+
+    return [tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
+            for gpu in tf.config.list_physical_devices("GPU")]
+
+
 def machine_description():
     """The CPU (or GPU) and thread count, for the report."""
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        names = [tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
-                 for gpu in gpus]
+    names = _gpu_names()
+    if names:
         return f"GPU: {', '.join(names)}"
     model = "unknown CPU"
     try:

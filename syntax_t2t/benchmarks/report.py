@@ -121,7 +121,12 @@ def _run_lines(results):
     """Threads, load average and run time, when the results record them."""
     lines = []
     threads = results.get("threads")
-    if threads:
+    if threads and "tensorflow" not in threads:
+        # Another backend: the pool it uses, in words.
+        lines.append("Threads: " + "; ".join(f"{name}: {value}" for name, value in threads.items()
+                                             if name != "requested")
+                     + f" ({results.get('cpu_count', '?')} cores).")
+    elif threads:
         tensorflow, torch = threads["tensorflow"], threads["torch"]
         lines.append(f"Threads: TensorFlow intra-op {tensorflow['intra_op']}, inter-op "
                      f"{tensorflow['inter_op']}; PyTorch intra-op {torch['intra_op']}, inter-op "
@@ -195,7 +200,9 @@ def _training_lines(results):
 def format_table(results):
     """The report as Markdown: settings, tables and targets."""
     settings = results["settings"]
-    lines = [f"Measured {results['date']} on {results['machine']}.",
+    # Older results name no backend: they were all TensorFlow's.
+    lines = [f"Measured {results['date']} on {results['machine']}, Keras backend "
+             f"{settings.get('backend', 'tensorflow')}.",
              f"hparams set `{settings['hparams_set']}`, {settings['precision']}, XLA "
              f"{'on' if settings['xla'] else 'off'}; training batch {settings['sentences']} x "
              f"{settings['length']} tokens; {settings['repetitions']} interleaved repetitions "

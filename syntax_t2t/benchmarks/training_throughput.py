@@ -12,6 +12,10 @@ its baseline's step time in the same repetition: `transformer` with the same
 hparams (with relative positions for a relative case), so that a slow phase
 of the machine cancels out.
 
+Under `KERAS_BACKEND=jax` each case's step is `jax_step.JaxStep` instead
+(the JAX train step of `backend/jax_train_step.py`, always XLA-compiled);
+TensorFlow is imported only by the TensorFlow step.
+
 A model of another architecture whose hparams the transformer sets lack
 (`tree2seq`'s LSTMs) is timed with a set of its own (`OWN_HPARAMS_FAMILIES`:
 `tree2seq_tiny` in a `transformer_tiny` run) on the same batch; its ratio to
@@ -23,7 +27,6 @@ import time
 from typing import Optional
 
 import keras
-import tensorflow as tf
 
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParamsError
@@ -149,6 +152,8 @@ class TrainStep:
 
     def __init__(self, model_name, hparams, vocab_sizes, batch, policy_name="float32",
                  jit_compile=False, seed=0):
+        import tensorflow as tf
+
         if seed is not None:
             keras.utils.set_random_seed(seed)
         self.hparams = hparams
@@ -170,6 +175,8 @@ class TrainStep:
 
     def set_batch(self, batch):
         """Makes `batch` (`{feature: np.int32 [B, L]}`) the one every later step trains on."""
+        import tensorflow as tf
+
         features = {key: batch[key] for key in sorted(self.model.train_features)}
         # Features computed with NumPy in the input pipeline are computed once here.
         derived = getattr(self.model, "derived_features", None)
@@ -179,12 +186,14 @@ class TrainStep:
         self.target_tokens = batches_lib.target_tokens(features)
 
     def _train_step(self, batch):
+        import tensorflow as tf
+
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(batch, training=True)
             loss = self.model.compute_losses(batch, outputs)["total"]
             scaled = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled, variables)
+        gradients = optimizers.dense_gradients(tape.gradient(scaled, variables))
         if self.hparams.clip_grad_norm > 0:
             gradients = optimizers.clip_by_global_norm(
                 gradients, self.hparams.clip_grad_norm, self.optimizer)
@@ -203,6 +212,18 @@ class TrainStep:
         return int(sum(variable.numpy().size for variable in self.model.trainable_variables))
 
 
+def step_class():
+    """The train step class of the running Keras backend.
+
+    `TrainStep` on TensorFlow, `jax_step.JaxStep` on JAX.
+    """
+    if keras.backend.backend() == "jax":
+        from syntax_t2t.benchmarks.jax_step import JaxStep
+
+        return JaxStep
+    return TrainStep
+
+
 def build_steps(cases, base_hparams, vocab_sizes, batch, warmup_steps, policy_name="float32",
                 jit_compile=False, seed=0):
     """Builds and warms up each case's train step, measuring its memory on the way.
@@ -215,9 +236,10 @@ def build_steps(cases, base_hparams, vocab_sizes, batch, warmup_steps, policy_na
     steps, memory, skipped = {}, {}, {}
     if cases and seed is not None:
         keras.utils.set_random_seed(seed)  # once: see `TrainStep`
+    make_step = step_class()
     for case in cases:
         try:
-            step = TrainStep(case.model, case.hparams(base_hparams), vocab_sizes, batch,
+            step = make_step(case.model, case.hparams(base_hparams), vocab_sizes, batch,
                              policy_name=policy_name, jit_compile=jit_compile, seed=None)
         except (UnsupportedCase, HParamsError, AttributeError) as error:
             # A model that needs hparams the set does not define (an RNN's
@@ -335,8 +357,9 @@ def measure_settings(settings, base_hparams, vocab_sizes, batch, *, model=BASELI
     """
     steps = {}
     keras.utils.set_random_seed(seed)  # once: see `TrainStep`
+    make_step = step_class()
     for name, (policy_name, jit_compile) in settings.items():
-        step = TrainStep(model, base_hparams, vocab_sizes, batch, policy_name=policy_name,
+        step = make_step(model, base_hparams, vocab_sizes, batch, policy_name=policy_name,
                          jit_compile=jit_compile, seed=None)
         step.run(warmup_steps)
         steps[name] = step

@@ -14,22 +14,29 @@ decoding the same batch with the same weights beside our decoder; and MST
 parse decoding time per sentence length.
 `--quick` shrinks everything to a CI-sized run; `--only=mst` (or any other
 parts) runs those parts alone. See docs/performance.md.
+
+Under `KERAS_BACKEND=jax` the training part runs (`--only=training`, the
+default there) with the JAX train step, and the report names the backend.
+Without TensorFlow the synthetic batch cannot be made (its datagen needs
+it): a TensorFlow run writes it with `--save_batch=FILE` and the JAX run
+reads it with `--batch_file=FILE`. The other parts need TensorFlow.
 """
 
 import contextlib
 import datetime
+import importlib.util
 import json
 import os
 import shlex
 import sys
 import time
 
+import keras
 from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks import (ctranslate2_peer, datagen_speed, decoding_speed, flops, measure,
-                                   mst_speed, report, scaling, training_throughput)
+from syntax_t2t.benchmarks import flops, measure, report, training_throughput
 
 try:
     from syntax_t2t.benchmarks import torch_peer
@@ -38,8 +45,8 @@ except ModuleNotFoundError as error:
     if error.name != "torch":
         raise
     torch_peer = None
-from syntax_t2t.cli import common
-from syntax_t2t.data import pipeline
+from syntax_t2t.cli import common, registration
+from syntax_t2t.data import batching
 from syntax_t2t.training import precision
 
 FLAGS = flags.FLAGS
@@ -51,6 +58,10 @@ PARTS = ("training", "scaling", "decoding", "torch", "precision", "mst", "ctrans
 # Parts that time the models built by the training part (ctranslate2 is a
 # peer of the decoding part and runs with it).
 NEEDS_TRAINING = ("training", "scaling", "decoding", "torch")
+#: What runs on a backend other than TensorFlow (the rest times TensorFlow code).
+OTHER_BACKEND_PARTS = ("training",)
+#: Parts that make synthetic batches of their own lengths: not with --batch_file.
+MAKES_BATCHES = ("scaling", "decoding", "ctranslate2")
 
 flags.DEFINE_bool("datagen", False, "Benchmark data preparation instead (and only): datagen "
                   "examples/s with 1 and 2 workers, spaCy parsing at 1 and 2 processes, peak "
@@ -74,7 +85,7 @@ flags.DEFINE_bool("relative", True, "Also time the thesis variants with relative
                   "(off under --quick unless given).")
 flags.DEFINE_integer("length", 33, "Padded source and target length of the training batch: "
                      "a length the trainer pads batches to (a boundary of "
-                     "data/pipeline.bucket_boundaries: ..., 28, 30, 33, 36, ...).", lower_bound=4)
+                     "data/batching.bucket_boundaries: ..., 28, 30, 33, 36, ...).", lower_bound=4)
 flags.DEFINE_integer("batch_tokens", 512, "Tokens per training batch, padding included "
                      "(sentences = batch_tokens // length).", lower_bound=1)
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model.", lower_bound=2)
@@ -93,6 +104,12 @@ flags.DEFINE_list("model_hparams_sets", [], "model:set pairs: models of another 
                   "size that of --hparams_set).")
 flags.DEFINE_integer("matmul_size", 1024, "Side of the square matmul timed for the peak rate.",
                      lower_bound=16)
+flags.DEFINE_string("save_batch", None, "Also write the training batch and the vocabulary sizes "
+                    "to this .npz, for --batch_file of a run without TensorFlow.")
+flags.DEFINE_string("batch_file", None, "Time the training step on the batch of this .npz "
+                    "(written by --save_batch) instead of making one: needed under "
+                    "KERAS_BACKEND=jax without TensorFlow. Its shape sets --length and the "
+                    "sentences per batch.")
 if "mixed_precision" not in FLAGS:
     flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
                       "Policy compared with float32; auto = mixed precision on a GPU only.")
@@ -142,7 +159,25 @@ def _check_flags():
         raise common.UsageError("--only and --skip exclude each other")
     for name in FLAGS.models:
         registry.model(name)  # a RegistryError names the registered ones
-    parts = set(FLAGS.only) if FLAGS.only else set(PARTS) - set(FLAGS.skip)
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        parts = set(FLAGS.only or OTHER_BACKEND_PARTS) - set(FLAGS.skip)
+        others = sorted(parts - set(OTHER_BACKEND_PARTS))
+        if others:
+            raise common.UsageError(
+                f"under KERAS_BACKEND={backend} bin/bench runs only "
+                f"{', '.join(OTHER_BACKEND_PARTS)} (--only=training); {', '.join(others)} "
+                f"time TensorFlow code: run them with KERAS_BACKEND=tensorflow")
+        if FLAGS.threads:
+            raise common.UsageError(f"--threads: under KERAS_BACKEND={backend} XLA sizes its own "
+                                    f"CPU thread pool (one thread per core)")
+    else:
+        parts = set(FLAGS.only) if FLAGS.only else set(PARTS) - set(FLAGS.skip)
+    if FLAGS.batch_file and parts & set(MAKES_BATCHES):
+        raise common.UsageError(
+            f"--batch_file: {', '.join(sorted(parts & set(MAKES_BATCHES)))} make batches of "
+            f"other lengths, which needs the synthetic problem: leave --batch_file out or skip "
+            f"them")
     return parts, _lengths("scaling_lengths", 4), _lengths("mst_lengths", 1)
 
 
@@ -165,6 +200,9 @@ def _model_hparams_sets():
 def _threads():
     """Gives TensorFlow and the PyTorch peer the same thread pools; returns their sizes."""
     threads = FLAGS.threads or os.cpu_count() or 1
+    if keras.backend.backend() != "tensorflow":
+        return {"requested": threads,
+                keras.backend.backend(): "XLA's own CPU pool, one thread per core"}
     sizes = {"requested": threads, "tensorflow": measure.set_threads(threads),
              "torch": torch_peer.set_threads(threads) if torch_peer else None}
     if sizes["tensorflow"]["intra_op"] != threads:
@@ -189,19 +227,19 @@ def _hparams():
     return hparams
 
 
-def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_sets):
+def _training(vocab_sizes, hparams, batch, settings, seed, torch_enabled, hparams_sets):
     cases = training_throughput.default_cases(FLAGS.models or None, hparams_sets)
     if not _setting("relative"):
         cases = [case for case in cases if not case.relative]
     extra = {}
     peer = None
     if torch_enabled:
-        peer = torch_peer.TorchTrainStep(hparams, synthetic.vocab_sizes, batch, seed=seed)
+        peer = torch_peer.TorchTrainStep(hparams, vocab_sizes, batch, seed=seed)
         peer.run(settings["warmup_steps"])
         extra["torch"] = lambda: peer.run(settings["steps_per_repetition"])
     logging.info("timing %d training cases", len(cases))
     measured = training_throughput.measure_training(
-        cases, hparams, synthetic.vocab_sizes, batch, warmup_steps=settings["warmup_steps"],
+        cases, hparams, vocab_sizes, batch, warmup_steps=settings["warmup_steps"],
         repetitions=settings["repetitions"],
         steps_per_repetition=settings["steps_per_repetition"], seed=seed, extra_runners=extra)
     torch_results = None
@@ -225,11 +263,16 @@ def _training(synthetic, hparams, batch, settings, seed, torch_enabled, hparams_
     return measured, torch_results
 
 
-def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hparams_sets):
-    """The training part and those that reuse its models (scaling, decoding, torch)."""
+def _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, settings, seed,
+                 hparams_sets):
+    """The training part and those that reuse its models (scaling, decoding, torch).
+
+    `synthetic` (the `SyntheticBatches`) is None when the batch was read from
+    --batch_file; the parts that need it are refused then (`_check_flags`).
+    """
     sentences, length = results["settings"]["sentences"], settings["length"]
     with _part(results, "training"):
-        measured, torch_results = _training(synthetic, hparams, batch, settings, seed,
+        measured, torch_results = _training(vocab_sizes, hparams, batch, settings, seed,
                                             "torch" in parts, hparams_sets)
     results["training"] = {"cases": measured["cases"], "skipped": measured["skipped"]}
     if torch_results:
@@ -237,8 +280,8 @@ def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hpar
 
     with _part(results, "peak matmul rate"):
         peak = max(flops.peak_matmul_flops(settings["matmul_size"]) for _ in range(3))
-    step_flops = flops.training_step_flops(hparams, synthetic.vocab_sizes["targets"], sentences,
-                                           length, length)
+    step_flops = flops.training_step_flops(hparams, vocab_sizes["targets"], sentences, length,
+                                           length)
     # The analytic count is `transformer`'s: not meaningful for another architecture.
     results["efficiency"] = {
         "step_flops": step_flops, "peak_flops": peak, "matmul_size": settings["matmul_size"],
@@ -247,6 +290,8 @@ def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hpar
                 for label, case in measured["cases"].items() if case["hparams_set"] is None}}
 
     if "scaling" in parts:
+        from syntax_t2t.benchmarks import scaling
+
         with _part(results, "scaling"):
             tree_models = [name for name in scaling.TREE_MODELS if name in registry.models]
             results["scaling"] = scaling.measure_scaling(
@@ -256,6 +301,8 @@ def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hpar
                 steps=measured["steps"])
 
     if "decoding" in parts:
+        from syntax_t2t.benchmarks import ctranslate2_peer, decoding_speed
+
         with _part(results, "decoding"):
             output_tokens = settings["decode_output_tokens"]
             model = measured["steps"][training_throughput.BASELINE].model
@@ -277,6 +324,8 @@ def _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hpar
 
 def _datagen_benchmark():
     """`--datagen`: prints and writes (datagen.json) the data-preparation figures."""
+    from syntax_t2t.benchmarks import datagen_speed
+
     try:
         memory_sizes = [int(size) for size in FLAGS.datagen_memory_sizes]
     except ValueError as error:
@@ -306,7 +355,11 @@ def _datagen_benchmark():
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    backend = keras.backend.backend()
     if FLAGS.datagen:
+        if backend != "tensorflow":
+            raise common.UsageError(f"--datagen times the TensorFlow datagen: run it with "
+                                    f"KERAS_BACKEND=tensorflow, not {backend}")
         return _datagen_benchmark()
     start = time.perf_counter()
     threads = _threads()
@@ -322,16 +375,17 @@ def main(argv):
                 ("length", "batch_tokens", "warmup_steps", "repetitions",
                  "steps_per_repetition", "decode_sentences", "decode_output_tokens",
                  "matmul_size")}
+    synthetic, batch, vocab_sizes = _batch(settings, seed)
     length = settings["length"]
-    if length not in pipeline.bucket_boundaries(max(length, getattr(hparams, "max_length", 0))):
+    if length not in batching.bucket_boundaries(max(length, getattr(hparams, "max_length", 0))):
         # A length the trainer never produces can favour one model: at 32 a
         # model that prefixes <ROOT> runs at 33, where batched matmuls are
         # 30 % slower per element than at 32 (docs/performance.md).
         logging.warning("--length=%d is not a bucket boundary of the trainer: batches of that "
                         "length do not occur in training", length)
-    sentences = batches_lib.sentences_for(length, settings["batch_tokens"])
-    synthetic = batches_lib.SyntheticBatches(seed=seed)
-    batch = synthetic.batch(length, sentences)
+    sentences = int(batch["targets"].shape[0])
+    if FLAGS.save_batch:
+        batches_lib.save_batch(FLAGS.save_batch, batch, vocab_sizes, seed)
     results = {
         "command": " ".join(shlex.quote(arg) for arg in sys.argv),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -341,20 +395,25 @@ def main(argv):
         "memory_method": measure.memory_method(),
         "settings": dict(settings, hparams_set=FLAGS.hparams_set or DEFAULT_HPARAMS_SET,
                          hparams=FLAGS.hparams, sentences=sentences, precision="float32",
-                         xla=False, quick=FLAGS.quick, scaling_lengths=lengths,
-                         model_hparams_sets=hparams_sets),
+                         # JAX compiles the whole step with XLA, always.
+                         xla=backend == "jax", quick=FLAGS.quick, scaling_lengths=lengths,
+                         model_hparams_sets=hparams_sets, backend=backend,
+                         batch_file=FLAGS.batch_file),
         # Other processes share the cores: the load says how noisy the figures are.
         "run": {"part_seconds": {}, "load_average": {"start": measure.load_average()}},
     }
 
     print(f"{len(registry.models.names())} registered models, batch {sentences} x {length}, "
-          f"threads {threads}", flush=True)
+          f"threads {threads}, Keras backend {backend}", flush=True)
     if parts & set(NEEDS_TRAINING):
-        _model_parts(results, parts, synthetic, hparams, batch, settings, seed, hparams_sets)
+        _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, settings, seed,
+                     hparams_sets)
 
-    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
-    jit_compile = precision.resolve_xla(FLAGS.xla)
-    if "precision" in parts and (policy_name != "float32" or jit_compile):
+    policy_name, jit_compile = "float32", False
+    if "precision" in parts:  # resolving `auto` asks TensorFlow for the GPUs
+        policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+        jit_compile = precision.resolve_xla(FLAGS.xla)
+    if policy_name != "float32" or jit_compile:
         with _part(results, "precision"):
             compared = {"float32": ("float32", False)}
             if policy_name != "float32":
@@ -364,11 +423,13 @@ def main(argv):
                 if policy_name != "float32":
                     compared[f"{policy_name} + XLA"] = (policy_name, True)
             results["precision"] = training_throughput.measure_settings(
-                compared, hparams, synthetic.vocab_sizes, batch,
+                compared, hparams, vocab_sizes, batch,
                 warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
                 steps_per_repetition=settings["steps_per_repetition"], seed=seed)
 
     if "mst" in parts:
+        from syntax_t2t.benchmarks import mst_speed
+
         with _part(results, "mst"):
             results["mst"] = mst_speed.measure_mst(mst_lengths,
                                                    repetitions=settings["repetitions"], seed=seed)
@@ -381,14 +442,47 @@ def main(argv):
     report.write_json(results, os.path.join(output_dir, "bench.json"))
     written = ["bench.json", "bench.md"]
     if "training" in results:
-        report.write_chart(results, os.path.join(output_dir, "bench.png"))
-        written.append("bench.png")
+        if importlib.util.find_spec("matplotlib") is None:
+            # A machine set up for JAX alone (a GPU machine) may lack it; the table is the record.
+            logging.warning("matplotlib is not installed: no bench.png")
+        else:
+            report.write_chart(results, os.path.join(output_dir, "bench.png"))
+            written.append("bench.png")
     io_utils.atomic_write_text(os.path.join(output_dir, "bench.md"),
                                f"Command: `{results['command']}`\n\n{table}")
     print(table)
     print(f"wrote {', '.join(os.path.join(output_dir, name) for name in written)}")
 
 
+def _batch(settings, seed):
+    """`(synthetic batches or None, the training batch, vocab sizes)`; may set settings["length"].
+
+    Made from the synthetic problem, or read from --batch_file, whose shape
+    then sets the length (a conflicting --length is refused).
+    """
+    if FLAGS.batch_file:
+        batch, vocab_sizes, _ = batches_lib.load_batch(FLAGS.batch_file)
+        length = int(batch["targets"].shape[1])
+        if FLAGS["length"].present and FLAGS.length != length:
+            raise common.UsageError(f"--length={FLAGS.length}, but the batch of --batch_file="
+                                    f"{FLAGS.batch_file} is {length} tokens long")
+        settings["length"] = length
+        return None, batch, vocab_sizes
+    if importlib.util.find_spec("tensorflow") is None:
+        raise common.UsageError(
+            "making the synthetic batch needs TensorFlow (the problem's datagen), which is not "
+            "installed here: write the batch in an environment with TensorFlow (bin/bench "
+            "--only=training --save_batch=batch.npz, with the same --length, --batch_tokens "
+            "and --random_seed) and pass --batch_file=batch.npz")
+    synthetic = batches_lib.SyntheticBatches(seed=seed)
+    length = settings["length"]
+    batch = synthetic.batch(length, batches_lib.sentences_for(length, settings["batch_tokens"]))
+    return synthetic, batch, synthetic.vocab_sizes
+
+
 def run():
     """Entry point of `bin/bench` and `syntax-t2t-bench`."""
-    common.run(main)
+    # Off TensorFlow the problems, whose datagen needs it, are not registered:
+    # only the training part runs there.
+    common.run(main, builtins=None if keras.backend.backend() == "tensorflow"
+               else registration.MODELING_MODULES)

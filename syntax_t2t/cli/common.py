@@ -40,11 +40,19 @@ USER_ERRORS = (UsageError, InputError, OutputPathError, registry.RegistryError, 
                aliases.AliasError, FileNotFoundError, ImportError)
 
 
-def load_registry():
-    """Imports the user's modules and the built-ins; honours --registry_help."""
+def load_registry(builtins=None):
+    """Imports the user's modules and the built-ins; honours --registry_help.
+
+    Args:
+        builtins: the built-in modules to import (`registration.import_all`'s
+            `modules`); None imports them all.
+    """
     if FLAGS.usr_dir:
         registration.import_usr_dir(FLAGS.usr_dir)
-    registration.import_all()
+    if builtins is None:
+        registration.import_all()
+    else:
+        registration.import_all(builtins)
     if FLAGS.registry_help:
         print(registry.help_string())
         sys.exit(0)
@@ -84,13 +92,15 @@ def adopt_program_flags(program):
         FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
-def run(main, extra_user_errors=()):
+def run(main, extra_user_errors=(), builtins=None):
     """`absl.app.run(main)`, printing user errors as one clear line.
 
     Args:
         main: the program's `main(argv)`.
         extra_user_errors: further exception types to report without a
             traceback.
+        builtins: the built-in modules to register (see `load_registry`);
+            None registers them all.
     """
     adopt_program_flags(sys.modules[main.__module__])
     user_errors = USER_ERRORS + tuple(extra_user_errors)
@@ -98,7 +108,7 @@ def run(main, extra_user_errors=()):
     def guarded(argv):
         try:
             aliases.apply()
-            load_registry()
+            load_registry(builtins)
             return main(argv)
         except user_errors as error:
             logging.error("%s", error)

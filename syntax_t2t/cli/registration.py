@@ -15,11 +15,14 @@ import sys
 import types
 
 _BUILTIN_MODULES = ("syntax_t2t.problems", "syntax_t2t.hparams_sets", "syntax_t2t.models")
+#: The built-ins that build and train models: no problem, so no TensorFlow
+#: data pipeline (what `bin/bench` registers under JAX).
+MODELING_MODULES = ("syntax_t2t.hparams_sets", "syntax_t2t.models")
 
 
-def import_all() -> None:
-    """Imports every built-in module that registers something."""
-    for module in _BUILTIN_MODULES:
+def import_all(modules: tuple[str, ...] = _BUILTIN_MODULES) -> None:
+    """Imports every built-in module that registers something (or those of `modules`)."""
+    for module in modules:
         importlib.import_module(module)
 
 
