@@ -69,7 +69,9 @@ def uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_i
 def make_uncached_decode_function(model, feature_keys, beam_size, alpha, extra_length,
                                   eos_id=NO_EOS):
     """`uncached_decode_batch` as a `tf.function` (as `fast_decode.make_decode_function`)."""
-    @tf.function(input_signature=[fast_decode.feature_signature(feature_keys)])
+    signature = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in sorted(feature_keys)}
+
+    @tf.function(input_signature=[signature])
     def decode(features):
         return uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_id)
 

@@ -2,10 +2,11 @@
 
 | module | what it owns |
 |---|---|
-| `beam_search.py` | T2T beam search (alive/finished, GNMT length penalty) in a fixed-shape loop |
+| `beam_search.py` | T2T beam search (alive/finished, GNMT length penalty) in a fixed-shape `keras.ops` loop, on every backend |
 | `greedy_search.py` | greedy decoding, the beam size 1 case |
 | `search.py` | one entry point for both; tiling to beams |
-| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches, `tf.function`; forced log-probabilities |
+| `length_model.py` | Tree2Seq's length model: training statistics (read without TensorFlow), the table the search adds |
+| `fast_decode.py` | a model's incremental decoding: encoder once, key/value caches; forced log-probabilities; compiled by `backend/compile.py`, batches padded to a bounded set of shapes |
 | `decode_hparams.py` | `--decode_hparams` (beam_size, alpha, batch_size, extra_length, return_beams, write_beam_scores) |
 | `forced_scoring.py` | forced scoring inputs and output (`--score_file`, `--score_reference`) |
 | `output_format.py` | the output layouts: best, all beams, n-best lists with scores |

@@ -30,8 +30,13 @@ depend on the other sentences in the batch. Sentences that never finish
 return their alive hypotheses.
 
 All tensors keep one shape through the loop (the output buffer is allocated
-once at the maximum length and written in place), so the loop compiles
-under `tf.function`, with XLA where `jit_compile` is on.
+once at the maximum length and written in place), and the loop is
+`keras.ops.while_loop`, so the search runs on every Keras backend and
+compiles under `tf.function` (with or without XLA) and `jax.jit`
+(`syntax_t2t.backend.compile`). On TensorFlow the `keras.ops` do the
+arithmetic the TensorFlow search did before it was backend-neutral (its
+gathers and maxima are exact in any form), so its results there are
+unchanged.
 
 The model is reached through one function,
 
@@ -51,14 +56,17 @@ leaf into a new tensor, which `attention_cache.InPlaceCache` writes rely on.
 
 import typing
 
-import tensorflow as tf
+import numpy as np
+from keras import ops
+from keras import tree as keras_tree
 
+from syntax_t2t.backend import Tensor
 from syntax_t2t.decoding.decode_hparams import EOS_CANDIDATES
 
 NEG_INF = float("-inf")
 
 
-def length_penalty(length, alpha):
+def length_penalty(length: Tensor, alpha: Tensor) -> Tensor:
     """GNMT length penalty `((5 + length) / 6) ** alpha`.
 
     Args:
@@ -69,12 +77,12 @@ def length_penalty(length, alpha):
     Returns:
         float32 tensor of `length`'s shape.
     """
-    length = tf.cast(length, tf.float32)
-    return tf.pow((5.0 + length) / 6.0, tf.cast(alpha, tf.float32))
+    length = ops.cast(length, "float32")
+    return ops.power((5.0 + length) / 6.0, ops.cast(alpha, "float32"))
 
 
 class SearchResult(typing.NamedTuple):
-    """What a search returns (a named tuple, so `tf.function` can return it).
+    """What a search returns (a named tuple, so compiled functions can return it).
 
     Attributes:
         ids: int32 [batch, beam, max_steps]: the hypotheses, best first; the
@@ -89,34 +97,13 @@ class SearchResult(typing.NamedTuple):
             (false when the maximum length cut it off).
     """
 
-    ids: tf.Tensor
-    lengths: tf.Tensor
-    scores: tf.Tensor
-    finished: tf.Tensor
+    ids: Tensor
+    lengths: Tensor
+    scores: Tensor
+    finished: Tensor
 
 
-def shape_list(tensor):
-    """The dimensions of `tensor`: Python ints where static, scalar tensors elsewhere.
-
-    Reshaping with static sizes keeps shapes static, which `tf.while_loop`
-    needs to see its loop variables keep their shapes.
-    """
-    dynamic = tf.shape(tensor)
-    return [dynamic[i] if size is None else size for i, size in enumerate(tensor.shape.as_list())]
-
-
-def _unflatten_beams(tensor, batch_size, beam_size):
-    """[batch * beam, ...] -> [batch, beam, ...]."""
-    return tf.reshape(tensor, [batch_size, beam_size] + shape_list(tensor)[1:])
-
-
-def _flatten_beams(tensor):
-    """[batch, beam, ...] -> [batch * beam, ...]."""
-    shape = shape_list(tensor)
-    return tf.reshape(tensor, [shape[0] * shape[1]] + shape[2:])
-
-
-def gather_beams(tensor, beam_indices):
+def gather_beams(tensor: Tensor, beam_indices: Tensor) -> Tensor:
     """Picks, for every sentence, the beams named by `beam_indices`.
 
     Args:
@@ -126,44 +113,52 @@ def gather_beams(tensor, beam_indices):
     Returns:
         [batch, new_beam, ...].
     """
-    return tf.gather(tensor, beam_indices, axis=1, batch_dims=1)
+    shape = ops.shape(tensor)
+    rows = ops.reshape(tensor, (shape[0] * shape[1],) + tuple(shape[2:]))
+    return ops.take(rows, flat_beam_indices(beam_indices, shape[1]), axis=0)
 
 
-def _gather_cache(cache, beam_indices, beam_size):
-    """Reorders every [batch * beam, ...] cache leaf to follow `beam_indices`."""
-    batch_size = shape_list(beam_indices)[0]
-
-    def gather(leaf):
-        beams = _unflatten_beams(leaf, batch_size, beam_size)
-        return _flatten_beams(gather_beams(beams, beam_indices))
-
-    return tf.nest.map_structure(gather, cache)
+def flat_beam_indices(beam_indices: Tensor, beam_size: int) -> Tensor:
+    """Rows of a sentence-major [batch * beam, ...] tensor for `beam_indices` [batch, k]."""
+    batch_size = ops.shape(beam_indices)[0]
+    first_rows = ops.arange(batch_size, dtype="int32") * beam_size
+    return first_rows[:, None] + ops.cast(beam_indices, "int32")
 
 
-def _write_position(sequences, position, tokens):
+def _gather_cache(cache, beam_indices: Tensor, beam_size: int):
+    """Reorders every [batch * beam, ...] cache leaf to follow `beam_indices`.
+
+    A gather makes every leaf a new tensor, which in-place caches rely on
+    (`syntax_t2t.backend.inplace_cache`).
+    """
+    rows = ops.reshape(flat_beam_indices(beam_indices, beam_size), (-1,))
+    return keras_tree.map_structure(lambda leaf: ops.take(leaf, rows, axis=0), cache)
+
+
+def _write_position(sequences: Tensor, position: Tensor, tokens: Tensor) -> Tensor:
     """`sequences[..., position] = tokens` without changing any shape."""
-    at_position = tf.equal(tf.range(tf.shape(sequences)[-1]), position)
-    return tf.where(at_position, tokens[..., None], sequences)
+    at_position = ops.equal(ops.arange(ops.shape(sequences)[-1], dtype="int32"), position)
+    return ops.where(at_position, tokens[..., None], sequences)
 
 
-def _hold(done, old, new):
+def _hold(done: Tensor, old: Tensor, new: Tensor) -> Tensor:
     """`new` for sentences not done yet, `old` for the done ones.
 
     `done` is [batch]; `old` and `new` are [batch, ...].
     """
-    mask = tf.reshape(done, [-1] + [1] * (new.shape.rank - 1))
-    return tf.where(mask, old, new)
+    mask = ops.reshape(done, (-1,) + (1,) * (len(new.shape) - 1))
+    return ops.where(mask, old, new)
 
 
-def _first_eos_lengths(ids, eos_id, max_lengths):
+def _first_eos_lengths(ids: Tensor, eos_id: int, max_lengths: Tensor) -> Tensor:
     """Tokens before the first `<EOS>` (or `max_lengths` when there is none)."""
-    is_eos = tf.equal(ids, eos_id)
-    first = tf.argmax(tf.cast(is_eos, tf.int32), axis=-1, output_type=tf.int32)
-    cut = tf.broadcast_to(max_lengths[:, None], tf.shape(first))
-    return tf.where(tf.reduce_any(is_eos, axis=-1), first, cut)
+    is_eos = ops.equal(ids, eos_id)
+    first = ops.cast(ops.argmax(ops.cast(is_eos, "int32"), axis=-1), "int32")
+    cut = ops.broadcast_to(max_lengths[:, None], ops.shape(first))
+    return ops.where(ops.any(is_eos, axis=-1), first, cut)
 
 
-def length_score(length_scores, lengths):
+def length_score(length_scores: Tensor, lengths: Tensor) -> Tensor:
     """The length scores of hypotheses of `lengths` tokens (`<EOS>` counted).
 
     Args:
@@ -173,33 +168,43 @@ def length_score(length_scores, lengths):
     Returns:
         float32 of `lengths`' shape.
     """
-    length_scores = tf.cast(length_scores, tf.float32)
-    lengths = tf.cast(lengths, tf.int32)
-    if lengths.shape.rank == 1:
-        return tf.gather(length_scores, lengths[:, None], batch_dims=1)[:, 0]
-    return tf.gather(length_scores, lengths, batch_dims=1)
+    length_scores = ops.cast(length_scores, "float32")
+    lengths = ops.cast(lengths, "int32")
+    if len(lengths.shape) == 1:
+        return ops.take_along_axis(length_scores, lengths[:, None], axis=1)[:, 0]
+    return ops.take_along_axis(length_scores, lengths, axis=1)
 
 
-def best_reachable_length_scores(length_scores):
-    """`best[b, l] = max over l' >= l of length_scores[b, l']`: what ending later can still add."""
-    reversed_columns = tf.reverse(tf.transpose(length_scores), axis=[0])
-    return tf.transpose(tf.reverse(tf.scan(tf.maximum, reversed_columns), axis=[0]))
+def best_reachable_length_scores(length_scores: Tensor) -> Tensor:
+    """`best[b, l] = max over l' >= l of length_scores[b, l']`: what ending later can still add.
+
+    A maximum over a [l, l'] mask rather than a reversed cumulative maximum,
+    which `keras.ops` lacks; the table is one row of a few hundred lengths
+    per sentence.
+    """
+    length_scores = ops.cast(length_scores, "float32")
+    positions = ops.arange(ops.shape(length_scores)[1], dtype="int32")
+    later = positions[None, :] >= positions[:, None]
+    return ops.max(ops.where(later[None], length_scores[:, None, :], NEG_INF), axis=-1)
 
 
-def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_lengths,
-                cache, alpha=0.6, eos_id=1, length_scores=None, eos_candidates="all"):
+def beam_search(symbols_to_logits_fn, initial_ids: Tensor, beam_size: int, max_steps,
+                max_lengths: Tensor, cache, alpha: float = 0.6, eos_id: int = 1,
+                length_scores: typing.Optional[Tensor] = None,
+                eos_candidates: str = "all") -> SearchResult:
     """T2T beam search (see the module docstring).
 
-    Call it inside a `tf.function` (optionally `jit_compile=True`): the loop
-    is a `tf.while_loop` whose tensors keep their shapes.
+    Runs eagerly, or traced by a compiled function (`backend/compile.py`):
+    the loop is a `keras.ops.while_loop` whose tensors keep their shapes.
 
     Args:
         symbols_to_logits_fn: `(ids, step, cache) -> (logits, cache)` as in the
             module docstring.
         initial_ids: int32 [batch], the id fed at step 0.
         beam_size: Python int >= 1, hypotheses kept per sentence.
-        max_steps: Python int or scalar int32 tensor, the size of the output
-            buffer (at least `max(max_lengths)`); static under XLA.
+        max_steps: the size of the output buffer (at least
+            `max(max_lengths)`): a Python int, or on TensorFlow without XLA
+            a scalar int32 tensor.
         max_lengths: int32 [batch], the most tokens (`<EOS>` included) each
             sentence's output may have.
         cache: nested structure of [batch * beam, ...] tensors, the initial
@@ -219,51 +224,52 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
     if eos_candidates not in EOS_CANDIDATES:
         raise ValueError(f"eos_candidates must be one of {EOS_CANDIDATES}, got {eos_candidates!r}")
-    initial_ids = tf.convert_to_tensor(initial_ids, tf.int32)
-    max_lengths = tf.convert_to_tensor(max_lengths, tf.int32)
-    batch_size = shape_list(initial_ids)[0]
+    initial_ids = ops.convert_to_tensor(initial_ids, "int32")
+    max_lengths = ops.convert_to_tensor(max_lengths, "int32")
+    batch_size = ops.shape(initial_ids)[0]
     buffer_size = max_steps + 1  # position 0 holds the start id
 
     # Position 0 of every alive sequence is the start id; only beam 0 is live
     # at first, so the first step does not pick the same token `beam` times.
-    alive_ids = tf.zeros([batch_size, beam_size, buffer_size], tf.int32)
-    alive_ids = _write_position(alive_ids, 0, tf.tile(initial_ids[:, None], [1, beam_size]))
-    alive_log_probs = tf.tile(
-        tf.constant([[0.0] + [NEG_INF] * (beam_size - 1)], tf.float32), [batch_size, 1])
-    finished_ids = tf.zeros_like(alive_ids)
-    finished_scores = tf.fill([batch_size, beam_size], NEG_INF)
-    finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
-    done = tf.zeros([batch_size], tf.bool)
+    alive_ids = ops.zeros((batch_size, beam_size, buffer_size), "int32")
+    alive_ids = _write_position(alive_ids, 0, ops.tile(initial_ids[:, None], (1, beam_size)))
+    first_beam_only = np.array([[0.0] + [NEG_INF] * (beam_size - 1)], np.float32)
+    alive_log_probs = ops.broadcast_to(ops.convert_to_tensor(first_beam_only),
+                                       (batch_size, beam_size))
+    finished_ids = ops.zeros_like(alive_ids)
+    finished_scores = ops.full((batch_size, beam_size), NEG_INF, "float32")
+    finished_flags = ops.zeros((batch_size, beam_size), "bool")
+    done = ops.zeros((batch_size,), "bool")
     # Sentences that reached their length limit with an alive hypothesis that
     # could still beat the finished ones.
-    cut_off = tf.zeros([batch_size], tf.bool)
+    cut_off = ops.zeros((batch_size,), "bool")
     max_penalty = length_penalty(max_lengths, alpha)
     if length_scores is not None:
-        length_scores = tf.cast(length_scores, tf.float32)
+        length_scores = ops.cast(length_scores, "float32")
         best_reachable = best_reachable_length_scores(length_scores)
-        last_length = tf.shape(length_scores)[1] - 1
+        last_length = ops.shape(length_scores)[1] - 1
 
     def extend(step, alive_ids, alive_log_probs, cache):
         """The best `2 * beam` one-token extensions of the alive hypotheses."""
-        last_ids = _flatten_beams(alive_ids[:, :, step])
+        last_ids = ops.reshape(alive_ids[:, :, step], (-1,))
         logits, cache = symbols_to_logits_fn(last_ids, step, cache)
-        vocab_size = logits.shape[-1] or tf.shape(logits)[-1]
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-        log_probs = _unflatten_beams(log_probs, batch_size, beam_size)
-        totals = tf.reshape(alive_log_probs[:, :, None] + log_probs, [batch_size, -1])
+        vocab_size = ops.shape(logits)[-1]
+        log_probs = ops.log_softmax(ops.cast(logits, "float32"))
+        log_probs = ops.reshape(log_probs, (batch_size, beam_size, vocab_size))
+        totals = ops.reshape(alive_log_probs[:, :, None] + log_probs, (batch_size, -1))
         # XLA needs a static k; a vocabulary is never smaller than 2 tokens.
         num_candidates = (min(2 * beam_size, beam_size * vocab_size)
                           if isinstance(vocab_size, int) else 2 * beam_size)
-        candidate_log_probs, flat_indices = tf.math.top_k(totals, k=num_candidates)
+        candidate_log_probs, flat_indices = ops.top_k(totals, k=num_candidates)
         origins = flat_indices // vocab_size
         tokens = flat_indices % vocab_size
         candidate_ids = _write_position(gather_beams(alive_ids, origins), step + 1, tokens)
-        return candidate_ids, candidate_log_probs, origins, tf.equal(tokens, eos_id), cache
+        return candidate_ids, candidate_log_probs, origins, ops.equal(tokens, eos_id), cache
 
     def grow_alive(candidate_ids, candidate_log_probs, origins, is_eos):
         """The best candidates that did not end; also where they came from."""
-        scores = tf.where(is_eos, NEG_INF, candidate_log_probs)
-        log_probs, chosen = tf.math.top_k(scores, k=beam_size)
+        scores = ops.where(is_eos, NEG_INF, candidate_log_probs)
+        log_probs, chosen = ops.top_k(scores, k=beam_size)
         return gather_beams(candidate_ids, chosen), log_probs, gather_beams(origins, chosen)
 
     def grow_finished(step, candidate_ids, candidate_log_probs, is_eos,
@@ -272,23 +278,24 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
 
         Existing finished hypotheses come first, so a tie keeps the older one.
         """
-        ended = is_eos & tf.math.is_finite(candidate_log_probs)
+        ended = ops.logical_and(is_eos, ops.isfinite(candidate_log_probs))
         if eos_candidates == "beam":
             # top_k returned the candidates best first, so rank = position.
-            ended &= tf.range(tf.shape(is_eos)[1]) < beam_size
+            in_beam = ops.arange(ops.shape(is_eos)[1], dtype="int32") < beam_size
+            ended = ops.logical_and(ended, in_beam[None, :])
         scores = candidate_log_probs / length_penalty(step + 1, alpha)
         if length_scores is not None:
-            scores += length_score(length_scores, tf.fill([batch_size], step + 1))[:, None]
-        scores = tf.where(ended, scores, NEG_INF)
-        all_ids = tf.concat([finished_ids, candidate_ids], axis=1)
-        all_scores = tf.concat([finished_scores, scores], axis=1)
-        all_flags = tf.concat([finished_flags, ended], axis=1)
-        best_scores, chosen = tf.math.top_k(all_scores, k=beam_size)
-        return (gather_beams(all_ids, chosen), best_scores, gather_beams(all_flags, chosen))
+            scores += length_scores[:, step + 1][:, None]
+        scores = ops.where(ended, scores, NEG_INF)
+        all_ids = ops.concatenate([finished_ids, candidate_ids], axis=1)
+        all_scores = ops.concatenate([finished_scores, scores], axis=1)
+        all_flags = ops.concatenate([finished_flags, ended], axis=1)
+        best_scores, chosen = ops.top_k(all_scores, k=beam_size)
+        return gather_beams(all_ids, chosen), best_scores, gather_beams(all_flags, chosen)
 
     def condition(step, alive_ids, alive_log_probs, finished_ids, finished_scores,
                   finished_flags, done, cut_off, cache):
-        return (step < max_steps) & ~tf.reduce_all(done)
+        return ops.logical_and(step < max_steps, ops.logical_not(ops.all(done)))
 
     def body(step, alive_ids, alive_log_probs, finished_ids, finished_scores,
              finished_flags, done, cut_off, cache):
@@ -313,37 +320,39 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_steps, max_len
         best_possible_alive = alive_log_probs[:, 0] / max_penalty
         if length_scores is not None:
             # Alive hypotheses end at step + 2 tokens or later.
-            best_possible_alive += best_reachable[:, tf.minimum(step + 2, last_length)]
+            best_possible_alive += best_reachable[:, ops.minimum(step + 2, last_length)]
         cannot_improve = finished_scores[:, 0] > best_possible_alive
         at_max_length = step + 1 >= max_lengths
-        cut_off = cut_off | (~done & at_max_length & ~cannot_improve)
-        done = done | cannot_improve | at_max_length
+        cut_off = ops.logical_or(cut_off, ops.logical_and(
+            ops.logical_and(ops.logical_not(done), at_max_length), ops.logical_not(cannot_improve)))
+        done = ops.logical_or(done, ops.logical_or(cannot_improve, at_max_length))
         return (step + 1, alive_ids, alive_log_probs, finished_ids, finished_scores,
                 finished_flags, done, cut_off, cache)
 
-    loop_vars = (tf.constant(0, tf.int32), alive_ids, alive_log_probs, finished_ids,
+    loop_vars = (ops.convert_to_tensor(0, "int32"), alive_ids, alive_log_probs, finished_ids,
                  finished_scores, finished_flags, done, cut_off, cache)
     (_, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags,
-     _, cut_off, _) = tf.while_loop(condition, body, loop_vars, maximum_iterations=max_steps)
+     _, cut_off, _) = ops.while_loop(condition, body, loop_vars, maximum_iterations=max_steps)
 
     # Alive hypotheses are scored as if they ended at the maximum length.
     alive_scores = alive_log_probs / max_penalty[:, None]
     if length_scores is not None:
         alive_scores += length_score(length_scores, max_lengths)[:, None]
-    any_finished = tf.reduce_any(finished_flags, axis=1)
+    any_finished = ops.any(finished_flags, axis=1)
     if eos_candidates == "beam":
         # The cut-off hypotheses compete with the finished ones (finished
         # first, so a tie keeps the finished one).
-        cut_off_scores = tf.where(cut_off[:, None], alive_scores, NEG_INF)
-        all_ids = tf.concat([finished_ids, alive_ids], axis=1)
-        all_flags = tf.concat([finished_flags, tf.zeros_like(finished_flags)], axis=1)
-        finished_scores, chosen = tf.math.top_k(
-            tf.concat([finished_scores, cut_off_scores], axis=1), k=beam_size)
+        cut_off_scores = ops.where(cut_off[:, None], alive_scores, NEG_INF)
+        all_ids = ops.concatenate([finished_ids, alive_ids], axis=1)
+        all_flags = ops.concatenate([finished_flags, ops.zeros_like(finished_flags)], axis=1)
+        finished_scores, chosen = ops.top_k(
+            ops.concatenate([finished_scores, cut_off_scores], axis=1), k=beam_size)
         finished_ids, finished_flags = gather_beams(all_ids, chosen), gather_beams(all_flags, chosen)
-        any_finished |= cut_off
+        any_finished = ops.logical_or(any_finished, cut_off)
     # Sentences that never produced <EOS> return their alive hypotheses.
-    ids = _hold(~any_finished, alive_ids, finished_ids)[:, :, 1:]
-    scores = _hold(~any_finished, alive_scores, finished_scores)
-    flags = finished_flags & any_finished[:, None]
+    none_finished = ops.logical_not(any_finished)
+    ids = _hold(none_finished, alive_ids, finished_ids)[:, :, 1:]
+    scores = _hold(none_finished, alive_scores, finished_scores)
+    flags = ops.logical_and(finished_flags, any_finished[:, None])
     lengths = _first_eos_lengths(ids, eos_id, max_lengths)
     return SearchResult(ids=ids, lengths=lengths, scores=scores, finished=flags)

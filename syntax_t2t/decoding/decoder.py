@@ -18,8 +18,9 @@ import numpy as np
 from absl import logging
 
 from syntax_t2t.data.derived_features import decoding_derived_features
-from syntax_t2t.data.pipeline import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR
-from syntax_t2t.decoding.fast_decode import make_decode_function, make_forced_score_function
+from syntax_t2t.data.schema import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR
+from syntax_t2t.decoding.fast_decode import (LENGTH_MULTIPLE, make_decode_function,
+                                             make_forced_score_function)
 from syntax_t2t.decoding.inputs import SourceSentence
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS, decode_word_heads
 
@@ -104,7 +105,7 @@ class Decoder:
         problem: the problem, with vocabularies loaded.
         hparams: decoding settings from `decode_hparams`.
         parse_decoder: `"argmax"` or `"mst"`, for models with a parse head.
-        jit_compile: compile the search with XLA.
+        jit_compile: compile the search with XLA (under JAX it always is).
         length_model: a `syntax_t2t.decoding.length_model.LengthModel` to
             score hypotheses with (`length_model=true`), or None.
     """
@@ -120,7 +121,6 @@ class Decoder:
         self.parse_decoder = parse_decoder
         self.head_key = getattr(model, "head_logits_key", ROOT_PREFIXED_KEY)
         self.feature_keys = sorted(model.decode_features)
-        self.length_multiple = 8 if jit_compile else 1
         # Features the model derives on the host with NumPy (data/derived_features.py),
         # added to every padded batch: the model never computes them itself.
         self._derived = decoding_derived_features(model)
@@ -129,7 +129,10 @@ class Decoder:
         self._decode = make_decode_function(model, self._batch_keys, hparams.beam_size,
                                             hparams.alpha, hparams.extra_length, jit_compile=jit_compile,
                                             length_model=length_model,
-                                            eos_candidates=hparams.eos_candidates)
+                                            eos_candidates=hparams.eos_candidates,
+                                            batch_size=hparams.batch_size)
+        # A program per padded shape (XLA, JAX): few lengths, so few programs.
+        self.length_multiple = LENGTH_MULTIPLE if self._decode.per_shape else 1
         self._forced_score = None  # built on the first `score`
 
     def check_features(self, sentences: Sequence[SourceSentence], input_name: str = "the input") -> None:
@@ -158,7 +161,7 @@ class Decoder:
         encoded = self._encoded(sentences)
         results: list[Optional[Translation]] = [None] * len(sentences)
         for indices, batch in self._batches(encoded):
-            outputs = {key: value.numpy() for key, value in self._decode(batch).items()}
+            outputs = {key: np.asarray(value) for key, value in self._decode(batch).items()}
             for row, index in enumerate(indices):
                 results[index] = self._translation(outputs, row, self._word_index(
                     encoded[index], len(sentences[index].tokens)))
@@ -180,7 +183,8 @@ class Decoder:
             MissingFeaturesError: see `check_features`.
         """
         if self._forced_score is None:
-            self._forced_score = make_forced_score_function(self.model, self._batch_keys)
+            self._forced_score = make_forced_score_function(self.model, self._batch_keys,
+                                                            batch_size=self.hparams.batch_size)
         encoded = self._encoded([sentence if target is not None else SourceSentence(
             None, sentence.location, "no target to score") for sentence, target in
             zip(sentences, targets)])
@@ -190,7 +194,7 @@ class Decoder:
         for indices, batch in self._batches(encoded):
             target_ids = pad_batch([{"inputs": encoded[i]["targets"]} for i in indices],
                                    ["inputs"])["inputs"]
-            log_probs = self._forced_score(batch, target_ids).numpy()
+            log_probs = np.asarray(self._forced_score(batch, target_ids))
             for row, index in enumerate(indices):
                 count = len(encoded[index]["targets"])
                 results[index] = ForcedScore(float(log_probs[row, :count].sum()), count)

@@ -21,9 +21,11 @@ where c counts training pairs and n' is the source length closest to n that
 occurs in training (the shorter one on a tie), so that sources longer than
 any training sentence still get a distribution.
 
-The counts are collected once from the training shards of the problem and
-kept beside the run's checkpoints as `length_model.json`
-(`load_or_collect`).
+The counts are collected once from the training shards of the problem
+(read without TensorFlow, `syntax_t2t.data.tfrecord`) and kept beside the
+run's checkpoints as `length_model.json` (`load_or_collect`). The table the
+search adds (`search_scores`) is computed with `keras.ops` inside the
+compiled decoding function, on every backend.
 """
 
 import collections
@@ -32,11 +34,12 @@ import os
 from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
+from keras import ops
 
 from syntax_t2t import io_utils
-from syntax_t2t.data import pipeline
+from syntax_t2t.backend import Tensor
+from syntax_t2t.data import tfrecord
 from syntax_t2t.errors import InputError
 
 FILE_NAME = "length_model.json"
@@ -80,15 +83,18 @@ class LengthModel:
 
     @classmethod
     def from_shards(cls, filenames: Sequence[str]) -> "LengthModel":
-        """Counts the lengths of every example of TFRecord shards (`inputs`, `targets`)."""
-        records = tf.data.TFRecordDataset(list(filenames))
-        lengths = records.map(
-            lambda record: tuple(tf.size(value) - 1 for value in
-                                 pipeline.parse_example(record, ("inputs", "targets")).values()),
-            num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+        """Counts the lengths of every example of TFRecord shards (`inputs`, `targets`).
+
+        Raises:
+            tfrecord.DamagedRecordError: a damaged shard, named with the
+                offset of the damage.
+        """
         counts = collections.Counter()
-        for source, target in lengths.as_numpy_iterator():
-            counts.update(zip(source.tolist(), target.tolist()))
+        for filename in filenames:
+            for record in tfrecord.read_records(filename):
+                lists = tfrecord.parse_int_lists(record, ("inputs", "targets"))
+                # Lengths without the <EOS> that the problem writes after each sequence.
+                counts[(len(lists["inputs"]) - 1, len(lists["targets"]) - 1)] += 1
         return cls(counts)
 
     def to_json(self) -> str:
@@ -145,31 +151,32 @@ class LengthModel:
         totals = counts.sum(axis=1, keepdims=True) + num_lengths
         return np.log((counts + 1.0) / totals).astype(np.float32)
 
-    def search_scores(self, source_lengths, max_steps):
+    def search_scores(self, source_lengths: Tensor, max_steps) -> Tensor:
         """The table the beam search adds to finished hypotheses: float32 [B, max_steps + 1].
 
         Column l is log p(l - 1 | n): a hypothesis of l tokens counting its
         `<EOS>` has l - 1 words. Column 0 (no hypothesis is empty) is -inf.
-        This is `log_probs` in TensorFlow ops, for use inside the search's
+        This is `log_probs` in `keras.ops`, for use inside the search's
         compiled function.
 
         Args:
             source_lengths: int32 [B], n per sentence.
-            max_steps: int32 scalar, the search's output buffer size.
+            max_steps: the search's output buffer size: a Python int, or on
+                TensorFlow without XLA an int32 scalar tensor.
         """
-        matrix = tf.constant(self._matrix)
-        nearest = tf.constant(self._nearest, tf.int32)
-        rows = tf.gather(nearest, tf.clip_by_value(tf.cast(source_lengths, tf.int32), 0,
-                                                   len(self._nearest) - 1))
-        counts = tf.gather(matrix, rows)
-        max_steps = tf.cast(max_steps, tf.int32)
-        counts = tf.pad(counts, [[0, 0], [0, tf.maximum(max_steps - tf.shape(counts)[1], 0)]])
-        counts = counts[:, :max_steps]
-        totals = tf.reduce_sum(counts, axis=1, keepdims=True) + tf.cast(max_steps, tf.float32)
-        log_probs = tf.math.log((counts + 1.0) / totals)
-        empty = tf.fill([tf.shape(log_probs)[0], 1], float("-inf"))
-        return tf.concat([empty, log_probs], axis=1)
-
+        rows = ops.take(ops.convert_to_tensor(self._nearest.astype(np.int32)),
+                        ops.clip(ops.cast(source_lengths, "int32"), 0, len(self._nearest) - 1))
+        counts = ops.take(ops.convert_to_tensor(self._matrix), rows, axis=0)
+        # Lengths past the longest training target have no counts: a take of
+        # clipped columns, zeroed, rather than a pad whose width is traced.
+        known = self._matrix.shape[1]
+        lengths = ops.arange(max_steps, dtype="int32")
+        counts = ops.take(counts, ops.minimum(lengths, known - 1), axis=1)
+        counts = ops.where(lengths[None, :] < known, counts, 0.0)
+        totals = ops.sum(counts, axis=1, keepdims=True) + ops.cast(max_steps, "float32")
+        log_probs = ops.log((counts + 1.0) / totals)
+        empty = ops.full((ops.shape(log_probs)[0], 1), float("-inf"), "float32")
+        return ops.concatenate([empty, log_probs], axis=1)
 
 def load_or_collect(run_dir: Optional[str], problem, data_dir: str) -> LengthModel:
     """The length model of a training run: read from `run_dir`, or counted and saved there.
