@@ -1,10 +1,12 @@
-"""Beam and greedy search on toy models whose every score is known.
+"""Beam and greedy search on toy models whose every score is known, on every Keras backend.
 
 The toy model reads its next-token logits from a table indexed by the whole
 prefix decoded so far (the prefix's code lives in the cache, so the cache must
 follow the beams correctly), one table per sentence. References: exhaustive
 enumeration of all outputs, a plain-Python greedy decoder, and a plain-Python
-transcription of T2T's alive/finished beam search.
+transcription of T2T's alive/finished beam search. The searches run compiled
+as decoding compiles them (`backend/compile.py`: `tf.function` on
+TensorFlow, `jax.jit` on JAX).
 """
 
 import itertools
@@ -12,16 +14,20 @@ import math
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keras import ops
 
+from syntax_t2t.backend.compile import CompiledFunction
 from syntax_t2t.decoding.beam_search import beam_search, length_penalty
 from syntax_t2t.decoding.greedy_search import greedy_search
 from syntax_t2t.decoding.search import search
 
+pytestmark = pytest.mark.backends
+
 EOS = 1
 START = 0
+RESULT_KEYS = ("ids", "lengths", "scores", "finished")
 
 
 def prefix_code(prefix, vocab_size):
@@ -37,16 +43,17 @@ class PrefixTableModel:
 
     def __init__(self, table):
         self.table = np.asarray(table, np.float32)  # [batch, codes, vocab]
-        self.vocab_size = self.table.shape[-1]
-        self.log_probs = tf.nn.log_softmax(self.table).numpy()
+        self.codes, self.vocab_size = self.table.shape[1:]
+        self.log_probs = ops.convert_to_numpy(ops.log_softmax(self.table))
 
     def initial_cache(self, beam_size):
         rows = np.repeat(np.arange(self.table.shape[0], dtype=np.int32), beam_size)
-        return {"code": tf.zeros_like(rows), "row": tf.constant(rows)}
+        return {"code": ops.zeros(rows.shape, "int32"), "row": ops.convert_to_tensor(rows)}
 
     def symbols_to_logits(self, ids, step, cache):
-        code = tf.where(step == 0, 0, cache["code"] * self.vocab_size + ids + 1)
-        logits = tf.gather_nd(self.table, tf.stack([cache["row"], code], axis=1))
+        code = ops.where(step == 0, 0, cache["code"] * self.vocab_size + ids + 1)
+        rows = ops.reshape(ops.convert_to_tensor(self.table), (-1, self.vocab_size))
+        logits = ops.take(rows, cache["row"] * self.codes + code, axis=0)
         return logits, {"code": code, "row": cache["row"]}
 
     def sentence_log_prob(self, sentence, prefix, token):
@@ -72,31 +79,36 @@ def random_table(seed, batch, vocab_size, max_length, scale):
     return rng.normal(0.0, scale, size=[batch, codes, vocab_size]).astype(np.float32)
 
 
-def run_beam(model, beam_size, max_lengths, alpha, jit_compile=False, eos_candidates="all"):
+def as_numpy(result):
+    return {key: ops.convert_to_numpy(getattr(result, key)) for key in RESULT_KEYS}
+
+
+def run(decode, compiled=True, jit_compile=False):
+    """`decode()` compiled as decoding compiles it, or called eagerly."""
+    return as_numpy(CompiledFunction(decode, jit_compile=jit_compile)() if compiled else decode())
+
+
+def run_beam(model, beam_size, max_lengths, alpha, eos_candidates="all", **compilation):
     max_lengths = np.asarray(max_lengths, np.int32)
     max_steps = int(max_lengths.max())
 
-    @tf.function(jit_compile=jit_compile)
     def decode():
-        return beam_search(model.symbols_to_logits, tf.zeros(len(max_lengths), tf.int32),
+        return beam_search(model.symbols_to_logits, ops.zeros((len(max_lengths),), "int32"),
                            beam_size, max_steps, max_lengths, model.initial_cache(beam_size),
                            alpha=alpha, eos_id=EOS, eos_candidates=eos_candidates)
 
-    result = decode()
-    return {k: getattr(result, k).numpy() for k in ("ids", "lengths", "scores", "finished")}
+    return run(decode, **compilation)
 
 
-def run_greedy(model, max_lengths, alpha):
+def run_greedy(model, max_lengths, alpha, **compilation):
     max_lengths = np.asarray(max_lengths, np.int32)
 
-    @tf.function
     def decode():
-        return greedy_search(model.symbols_to_logits, tf.zeros(len(max_lengths), tf.int32),
+        return greedy_search(model.symbols_to_logits, ops.zeros((len(max_lengths),), "int32"),
                              int(max_lengths.max()), max_lengths, model.initial_cache(1),
                              alpha=alpha, eos_id=EOS)
 
-    result = decode()
-    return {k: getattr(result, k).numpy() for k in ("ids", "lengths", "scores", "finished")}
+    return run(decode, **compilation)
 
 
 def hypothesis(result, sentence, rank=0):
@@ -105,7 +117,7 @@ def hypothesis(result, sentence, rank=0):
 
 
 def penalty(length, alpha):
-    return float(length_penalty(length, alpha).numpy())
+    return float(ops.convert_to_numpy(length_penalty(length, alpha)))
 
 
 # --- worked examples -------------------------------------------------------
@@ -371,19 +383,54 @@ def test_greedy_matches_the_plain_python_greedy(seed, vocab, max_length):
         assert result["scores"][sentence, 0] == pytest.approx(log_prob, rel=1e-5, abs=1e-6)
 
 
-def test_beam_size_one_is_greedy():
+def test_search_with_beam_size_one_is_greedy_search():
     model = PrefixTableModel(random_table(7, 4, 5, 5, 2.0))
     limits = np.array([5, 3, 5, 2], np.int32)
 
-    @tf.function
     def decode():
-        return search(model.symbols_to_logits, tf.zeros([4], tf.int32), 1, 5, limits,
+        return search(model.symbols_to_logits, ops.zeros((4,), "int32"), 1, 5, limits,
                       model.initial_cache(1), alpha=0.6, eos_id=EOS)
 
-    result = decode()
+    result = run(decode)
     greedy = run_greedy(model, limits, alpha=0.6)
-    np.testing.assert_array_equal(result.ids.numpy(), greedy["ids"])
-    np.testing.assert_array_equal(result.scores.numpy(), greedy["scores"])
+    np.testing.assert_array_equal(result["ids"], greedy["ids"])
+    np.testing.assert_array_equal(result["scores"], greedy["scores"])
+
+
+def test_t2ts_beam_of_one_keeps_an_eos_that_greedy_passes_over():
+    # Step 0: A (0.6), <EOS> (0.4). Greedy goes on to A A <EOS> (0.33); T2T's
+    # beam of one finishes the runner-up <EOS> as well, which then wins.
+    # Under the in-beam rule only the best candidate may end: greedy's path.
+    table = table_for({
+        (): {A: 0.6, EOS: 0.4},
+        (A,): {A: 0.55, EOS: 0.45},
+        (A, A): {EOS: 1.0},
+    }, vocab_size=4, max_length=4)
+    model = PrefixTableModel(table)
+    greedy = run_greedy(model, [4], alpha=0.0)
+    assert hypothesis(greedy, 0) == (A, A) and greedy["finished"][0, 0]
+    t2t = run_beam(model, 1, [4], alpha=0.0)
+    assert hypothesis(t2t, 0) == ()
+    assert t2t["scores"][0, 0] == pytest.approx(math.log(0.4), abs=1e-5)
+    in_beam = run_beam(model, 1, [4], alpha=0.0, eos_candidates="beam")
+    for key in RESULT_KEYS:
+        np.testing.assert_array_equal(in_beam[key], greedy[key], err_msg=key)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), vocab=st.integers(3, 6), max_length=st.integers(1, 5),
+       scale=st.sampled_from([0.5, 2.0, 6.0]))
+def test_a_beam_of_one_under_the_in_beam_rule_is_greedy_at_alpha_zero(seed, vocab, max_length,
+                                                                      scale):
+    # Only the best candidate may end, and at alpha 0 nothing alive can beat a
+    # finished hypothesis: every step takes greedy's token.
+    model = PrefixTableModel(random_table(seed, 3, vocab, max_length, scale))
+    limits = [max_length, 1, max(1, max_length - 2)]
+    beam = run_beam(model, 1, limits, alpha=0.0, eos_candidates="beam")
+    greedy = run_greedy(model, limits, alpha=0.0)
+    for key in ("ids", "lengths", "finished"):
+        np.testing.assert_array_equal(beam[key], greedy[key], err_msg=key)
+    np.testing.assert_allclose(beam["scores"], greedy["scores"], rtol=1e-6)
 
 
 def test_batch_of_one_equals_batch_of_many():
@@ -403,10 +450,11 @@ def test_batch_of_one_equals_batch_of_many():
 
 
 @pytest.mark.parametrize("eos_candidates", ["all", "beam"])
-def test_xla_compiled_loop_gives_the_same_result(eos_candidates):
+def test_the_xla_compiled_loop_gives_the_eager_result(eos_candidates):
     model = PrefixTableModel(random_table(11, 3, 5, 4, 2.0))
-    plain = run_beam(model, 3, [4, 2, 3], alpha=0.6, eos_candidates=eos_candidates)
+    eager = run_beam(model, 3, [4, 2, 3], alpha=0.6, eos_candidates=eos_candidates,
+                     compiled=False)
     compiled = run_beam(model, 3, [4, 2, 3], alpha=0.6, jit_compile=True,
                         eos_candidates=eos_candidates)
-    for key in plain:
-        np.testing.assert_allclose(plain[key], compiled[key], rtol=1e-6)
+    for key in RESULT_KEYS:
+        np.testing.assert_allclose(eager[key], compiled[key], rtol=1e-6, err_msg=key)

@@ -1,4 +1,8 @@
-"""Tests for syntax_t2t.decoding.length_model and the length-aware beam search (Eriguchi et al. 2016, eq. 16-17)."""
+"""Tests for syntax_t2t.decoding.length_model and the length-aware beam search (Eriguchi et al. 2016, eq. 16-17).
+
+They run on every Keras backend: the search and its length table are
+`keras.ops`, and the statistics are read from shards without TensorFlow.
+"""
 
 import itertools
 import json
@@ -6,14 +10,16 @@ import math
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keras import ops
 
-from syntax_t2t.data import pipeline
+from syntax_t2t.data import tfrecord
 from syntax_t2t.decoding.length_model import FILE_NAME, LengthModel, load_or_collect
 from syntax_t2t.decoding.search import search
 from syntax_t2t.errors import InputError
+
+pytestmark = pytest.mark.backends
 
 # Training pairs (source length, target length): source 2 -> 3, 3, 4; source 5 -> 6.
 PAIRS = [(2, 3), (2, 3), (2, 4), (5, 6)]
@@ -40,10 +46,13 @@ def test_unseen_source_lengths_back_off_to_the_nearest_seen_one():
 
 def test_the_search_table_is_the_log_probability_of_the_length_without_eos():
     model = LengthModel.from_pairs(PAIRS)
-    table = model.search_scores(tf.constant([2, 4]), tf.constant(8)).numpy()
+    table = ops.convert_to_numpy(model.search_scores(ops.convert_to_tensor([2, 4]), 8))
     assert table.shape == (2, 9)
     assert np.all(table[:, 0] == -np.inf)  # no hypothesis is empty
     np.testing.assert_allclose(table[:, 1:], model.log_probs([2, 4], 8), rtol=1e-6)
+    # A buffer shorter than the longest training target (6) drops the longer lengths.
+    short = ops.convert_to_numpy(model.search_scores(ops.convert_to_tensor([5]), 4))
+    np.testing.assert_allclose(short[:, 1:], model.log_probs([5], 4), rtol=1e-6)
 
 
 def test_json_round_trip_and_bad_files(tmp_path):
@@ -80,10 +89,10 @@ class ShardProblem:
 
 def test_statistics_are_counted_from_the_training_shards_and_kept_in_the_run(tmp_path):
     shard = str(tmp_path / "toy-train-00000-of-00001")
-    with tf.io.TFRecordWriter(shard) as writer:
-        for n, m in PAIRS:  # ids then <EOS>, as the problem writes them
-            writer.write(pipeline.serialize_example(
-                {"inputs": [5] * n + [1], "targets": [6] * m + [1], "src_heads": [0] * n}))
+    # ids then <EOS>, as the problem writes them
+    tfrecord.write_records(shard, [tfrecord.serialize_int64_features(
+        {"inputs": [5] * n + [1], "targets": [6] * m + [1], "src_heads": [0] * n})
+        for n, m in PAIRS])
     run = tmp_path / "run"
     run.mkdir()
     model = load_or_collect(str(run), ShardProblem(shard), str(tmp_path))
@@ -94,16 +103,27 @@ def test_statistics_are_counted_from_the_training_shards_and_kept_in_the_run(tmp
     assert load_or_collect(str(run), ShardProblem(shard), str(tmp_path)).counts == {(1, 1): 1}
 
 
+def test_a_damaged_training_shard_is_named(tmp_path):
+    shard = tmp_path / "toy-train-00000-of-00001"
+    tfrecord.write_records(str(shard), [tfrecord.serialize_int64_features(
+        {"inputs": [5, 1], "targets": [6, 6, 1]})] * 3)
+    data = bytearray(shard.read_bytes())
+    data[-6] ^= 0xFF  # inside the last record's data
+    shard.write_bytes(bytes(data))
+    with pytest.raises(tfrecord.DamagedRecordError, match="toy-train-00000-of-00001"):
+        LengthModel.from_shards([str(shard)])
+
+
 # A toy decoder: tokens 0 (padding, never chosen), 1 (<EOS>), 2 and 3; the
 # logits of a step depend on the step and the previous token.
 VOCAB, MAX_STEPS = 4, 4
 
 
 def table_model(logit_table):
-    table = tf.constant(logit_table, tf.float32)  # [steps, previous token, vocab]
+    table = np.asarray(logit_table, np.float32)  # [steps, previous token, vocab]
 
     def symbols_to_logits(ids, step, cache):
-        return tf.gather(table[step], ids), cache
+        return ops.take(ops.convert_to_tensor(table)[step], ids, axis=0), cache
     return symbols_to_logits
 
 
@@ -126,11 +146,11 @@ def brute_force_best(logit_table, length_scores):
 
 
 def run_search(logit_table, length_scores, beam_size=16):
-    result = search(table_model(logit_table), tf.zeros([1], tf.int32), beam_size, MAX_STEPS,
-                    tf.constant([MAX_STEPS]), {}, alpha=0.0, eos_id=1,
-                    length_scores=None if length_scores is None else tf.constant([length_scores]))
+    result = search(table_model(logit_table), ops.zeros((1,), "int32"), beam_size, MAX_STEPS,
+                    np.array([MAX_STEPS], np.int32), {}, alpha=0.0, eos_id=1,
+                    length_scores=None if length_scores is None else np.float32([length_scores]))
     length = int(result.lengths[0, 0])
-    return result.ids[0, 0, :length + 1].numpy().tolist(), float(result.scores[0, 0])
+    return ops.convert_to_numpy(result.ids)[0, 0, :length + 1].tolist(), float(result.scores[0, 0])
 
 
 def test_the_length_score_changes_the_ranking_as_expected():
@@ -167,11 +187,12 @@ def test_greedy_search_adds_the_length_score_to_its_score():
     logits[0, 0, 2] = 5.0  # first token 2, then <EOS> is as likely as the others
     logits[1:, :, 1] = 5.0
     lengths = np.log([1e-9, 0.1, 0.6, 0.2, 0.1])
-    plain = search(table_model(logits), tf.zeros([1], tf.int32), 1, MAX_STEPS,
-                   tf.constant([MAX_STEPS]), {}, alpha=0.0)
-    scored = search(table_model(logits), tf.zeros([1], tf.int32), 1, MAX_STEPS,
-                    tf.constant([MAX_STEPS]), {}, alpha=0.0, length_scores=tf.constant([lengths]))
-    np.testing.assert_array_equal(plain.ids.numpy(), scored.ids.numpy())
+    plain = search(table_model(logits), ops.zeros((1,), "int32"), 1, MAX_STEPS,
+                   np.array([MAX_STEPS], np.int32), {}, alpha=0.0)
+    scored = search(table_model(logits), ops.zeros((1,), "int32"), 1, MAX_STEPS,
+                    np.array([MAX_STEPS], np.int32), {}, alpha=0.0,
+                    length_scores=np.float32([lengths]))
+    np.testing.assert_array_equal(ops.convert_to_numpy(plain.ids), ops.convert_to_numpy(scored.ids))
     assert int(scored.lengths[0, 0]) == 1  # "2 <EOS>": 2 tokens with <EOS>
     assert float(scored.scores[0, 0]) == pytest.approx(float(plain.scores[0, 0]) + lengths[2],
                                                        rel=1e-5)
