@@ -19,6 +19,10 @@ import numpy as np
 
 from syntax_t2t.data.schema import CONSTITUENT_KEYS, CONSTITUENT_LENGTH_FACTOR, HEADS_KEYS
 
+class UnsupportedCase(ValueError):
+    """A model cannot train on the benchmark's batches (missing features)."""
+
+
 # Enough sentences to see every word of the synthetic lexicon.
 _VOCABULARY_SENTENCES = 2000
 

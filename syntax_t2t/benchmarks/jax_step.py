@@ -20,7 +20,6 @@ import numpy as np
 from syntax_t2t import registry
 from syntax_t2t.backend.jax_train_step import JaxTrainStep
 from syntax_t2t.benchmarks import batches as batches_lib
-from syntax_t2t.benchmarks.training_throughput import UnsupportedCase
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import optimizers, precision
 
@@ -39,7 +38,7 @@ class JaxStep:
         seed: seeds the initialisation; None leaves the seeds as they are.
 
     Raises:
-        UnsupportedCase: the batch lacks a feature the model trains on.
+        batches.UnsupportedCase: the batch lacks a feature the model trains on.
     """
 
     def __init__(self, model_name: str, hparams: HParams, vocab_sizes: Mapping[str, int],
@@ -53,8 +52,8 @@ class JaxStep:
             self.model = registry.model(model_name)(hparams, vocab_sizes)
         missing = sorted(set(self.model.train_features) - set(batch))
         if missing:
-            raise UnsupportedCase(f"model {model_name} needs {', '.join(missing)}, which the "
-                                  f"synthetic batches lack")
+            raise batches_lib.UnsupportedCase(f"model {model_name} needs {', '.join(missing)}, "
+                                              f"which the synthetic batches lack")
         self.set_batch(batch)
         self.optimizer = optimizers.make_optimizer(hparams, policy_name)
         with precision.dtype_policy(policy_name):

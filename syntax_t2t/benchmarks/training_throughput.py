@@ -32,6 +32,7 @@ from syntax_t2t import registry
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.benchmarks import measure
+from syntax_t2t.benchmarks.batches import UnsupportedCase
 from syntax_t2t.training import optimizers, precision
 
 BASELINE = "transformer"
@@ -47,10 +48,6 @@ RELATIVE_SUFFIX = "+relative"
 OWN_HPARAMS_FAMILIES = {"tree2seq": "tree2seq", "anmt": "tree2seq"}
 #: Sizes a set name can end in; any other set maps to `<family>_base`.
 SIZES = ("tiny", "small", "base")
-
-
-class UnsupportedCase(ValueError):
-    """A model cannot train on the benchmark's batches (missing features)."""
 
 
 @dataclasses.dataclass(frozen=True)
