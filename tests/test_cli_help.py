@@ -14,8 +14,8 @@ from syntax_t2t.cli import common, quiet_start
 
 FLAGS = flags.FLAGS
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = ("analyze", "average_checkpoints", "bench", "datagen", "datagen_beam", "decode", "evaluate",
-         "parse", "train", "train_parser")
+TOOLS = ("analyze", "average_checkpoints", "bench", "convert_checkpoints", "datagen", "datagen_beam",
+         "decode", "evaluate", "parse", "train", "train_parser")
 
 
 def own_flags(tool):

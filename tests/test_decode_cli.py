@@ -1,26 +1,29 @@
 """bin/decode and bin/average_checkpoints on a small run of synthetic_syntax_reorder.
 
-The run is made here (random weights, saved the way checkpoints are saved:
-`model_weights/<path>`), so the tests need no training.
+The run is made here (random weights, saved in TensorFlow's checkpoint
+format, `model_weights/<path>`, as runs before the directory format were), so
+the tests need no training; they also read that format, average it into the
+directory format and convert it.
 """
 
 import itertools
+import os
 import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
 from decode_runs import PROBLEM, save_random_run, small_hparams
 
 from syntax_t2t import registry
-from syntax_t2t.cli import average_checkpoints, common, decode, registration
+from syntax_t2t.checkpointing.weights import read_model_weights
+from syntax_t2t.cli import average_checkpoints, common, convert_checkpoints, decode, registration
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
 from syntax_t2t.decoding.decoder import MissingFeaturesError
 from syntax_t2t.data.parse_file import read_parsed
 from syntax_t2t.training.checkpoint_averaging import last_checkpoints
-from syntax_t2t.training.checkpoints import CheckpointError
+from syntax_t2t.training.checkpoints import CheckpointError, latest_checkpoint
 
 FLAGS = flags.FLAGS
 
@@ -119,16 +122,13 @@ def test_parse_output_needs_a_parse_head(workspace):
 def test_averaged_checkpoint_is_the_mean_and_decodes(workspace):
     run = workspace / "dep_parse"
     prefixes = last_checkpoints(str(run), 2)
-    values = []
-    for prefix in prefixes:
-        reader = tf.train.load_checkpoint(prefix)
-        values.append({key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
-                       if key.startswith("model_weights/")})
+    values = [read_model_weights(prefix) for prefix in prefixes]
     with flagsaver.flagsaver(output_dir=str(run), num_last_checkpoints=2):
         average_checkpoints.main(["average_checkpoints"])
-    averaged = tf.train.load_checkpoint(str(run / "averaged" / "ckpt-20"))
+    averaged = read_model_weights(str(run / "averaged" / "ckpt-20"))
+    assert averaged.keys() == values[0].keys()
     for key in values[0]:
-        np.testing.assert_allclose(averaged.get_tensor(key), (values[0][key] + values[1][key]) / 2,
+        np.testing.assert_allclose(averaged[key], (values[0][key] + values[1][key]) / 2,
                                    rtol=1e-6, atol=1e-7)
     output = workspace / "averaged.txt"
     run_decode(output_dir=str(run / "averaged"), decode_from_file=str(workspace / "test.conllu"),
@@ -136,6 +136,21 @@ def test_averaged_checkpoint_is_the_mean_and_decodes(workspace):
     assert len(output.read_text(encoding="utf-8").rstrip("\n").split("\n")) == 12
     with pytest.raises(CheckpointError, match=r"holds 2 checkpoint\(s\) but 3 were asked"):
         last_checkpoints(str(run), 3)
+
+
+def test_a_run_in_tensorflows_format_converted_decodes_the_same(workspace, capsys):
+    run = workspace / "converted"
+    shutil.copytree(workspace / "tree_distance", run)
+    settings = dict(output_dir=str(run), decode_from_file=str(workspace / "test.conllu"),
+                    decode_hparams="beam_size=2,extra_length=1")
+    run_decode(decode_to_file=str(workspace / "before.txt"), **settings)
+    with flagsaver.flagsaver(output_dir=str(run)):
+        convert_checkpoints.main(["convert_checkpoints"])
+    assert f"{run}: converted 2 checkpoint(s) (ckpt-10, ckpt-20)" in capsys.readouterr().out
+    assert {"ckpt-10", "ckpt-20", "ckpt-20.index"} <= set(os.listdir(run))
+    assert latest_checkpoint(str(run)) == str(run / "ckpt-20")
+    run_decode(decode_to_file=str(workspace / "after.txt"), **settings)
+    assert (workspace / "after.txt").read_text() == (workspace / "before.txt").read_text()
 
 
 def test_a_checkpoint_of_other_hparams_is_refused(workspace):

@@ -25,6 +25,7 @@ import pytest
 import tensorflow as tf
 
 from syntax_t2t import registry
+from syntax_t2t.checkpointing import directory_format
 from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParams
 from syntax_t2t.training import checkpoints
@@ -37,10 +38,13 @@ TINY = ("hidden_size=16,filter_size=32,num_heads=2,num_encoder_layers=1,num_deco
 TRAIN_STEPS = 40
 SAVE_EVERY = 2
 KILLS = 5
-# Checkpoint entries that differ between equal runs by design: how many
-# saves were made, and the serialized input iterator (a variant tensor,
-# compared through the batches it goes on to yield, i.e. the weights).
-NOT_COMPARED = re.compile(r"_CHECKPOINTABLE_OBJECT_GRAPH|save_counter/.*|data/.*")
+# The checkpoint parts compared between equal runs; the input iterator's
+# position (tf_input_position/, a serialized variant) is compared through the
+# batches it goes on to yield, i.e. the weights.
+COMPARED_PARTS = ("model_weights", "optimizer", "random_state")
+# What a killed save may leave: the directory format's staging and set-aside
+# directories.
+PARTIAL_SAVE = re.compile(r"\.ckpt-\d+\.(tmp|old)-.*")
 
 
 def train_command(data_dir, output_dir):
@@ -72,14 +76,16 @@ def resumed_from(log_path):
 
 
 def latest_step(output_dir):
-    latest = tf.train.latest_checkpoint(str(output_dir))
+    latest = checkpoints.latest_checkpoint(str(output_dir))
     return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
-def checkpoint_tensors(prefix):
-    reader = tf.train.load_checkpoint(prefix)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if not NOT_COMPARED.fullmatch(name)}
+def checkpoint_tensors(path):
+    stored = directory_format.open_checkpoint(path)
+    tensors = {"step": np.array(stored.step)}
+    for part in COMPARED_PARTS:
+        tensors.update({f"{part}/{name}": value for name, value in stored.arrays(part).items()})
+    return tensors
 
 
 def run_to_completion(data_dir, output_dir, log_path):
@@ -125,8 +131,7 @@ def test_killed_training_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path
         reached = max(logged_steps(log_path), default=before)
         kept = latest_step(interrupted)
         names = os.listdir(interrupted) if interrupted.exists() else []
-        leftovers = sorted(name for name in names
-                           if "_temp" in name or name.startswith("checkpoint.tmp"))
+        leftovers = sorted(name for name in names if PARTIAL_SAVE.fullmatch(name))
         report["kills"].append({"reached": reached, "checkpoint": kept, "lost": reached - kept,
                                 "partial_save_left": leftovers})
         # The last complete checkpoint is always there and loadable.
@@ -140,7 +145,7 @@ def test_killed_training_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path
     run_to_completion(data_dir, interrupted, final_log)
     assert resumed_from(final_log) == kept
     assert latest_step(interrupted) == TRAIN_STEPS
-    assert not [name for name in os.listdir(interrupted) if "_temp" in name]
+    assert not [name for name in os.listdir(interrupted) if PARTIAL_SAVE.fullmatch(name)]
 
     expected = checkpoint_tensors(str(reference / f"ckpt-{TRAIN_STEPS}"))
     got = checkpoint_tensors(str(interrupted / f"ckpt-{TRAIN_STEPS}"))
@@ -240,19 +245,27 @@ def test_what_a_killed_save_leaves_is_removed_and_the_last_complete_one_restores
     keras.utils.set_random_seed(2)
     trainer = tiny_trainer(tmp_path, save_checkpoints_steps=2)
     trainer.train(shuffled_batches(7), train_steps=2)
-    # As a kill during the save of step 4 leaves them: the tensors' temporary
-    # directory, merged files of step 4 not yet named by `checkpoint`, and a
-    # temporary copy of `checkpoint` itself.
-    (tmp_path / "ckpt-4_temp").mkdir()
-    (tmp_path / "ckpt-4_temp" / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 64)
-    (tmp_path / "ckpt-4.index").write_bytes(b"half")
-    (tmp_path / "checkpoint.tmp0123abcd").write_text('model_checkpoint_path: "ckpt-4"\n')
+    # As a kill during the save of step 4 leaves it: the staging directory,
+    # its manifest not yet written.
+    (tmp_path / ".ckpt-4.tmp-0a1b2c").mkdir()
+    (tmp_path / ".ckpt-4.tmp-0a1b2c" / "arrays.npz").write_bytes(b"\0" * 64)
+    # As a kill during a save by TensorFlow's format (runs before the
+    # directory format) leaves them: the tensors' temporary directory,
+    # merged files of step 5 not yet named by `checkpoint`, and a temporary
+    # copy of `checkpoint` itself, the one that names ckpt-2.
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n'
+                                         'all_model_checkpoint_paths: "ckpt-2"\n')
+    (tmp_path / "ckpt-5_temp").mkdir()
+    (tmp_path / "ckpt-5_temp" / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 64)
+    (tmp_path / "ckpt-5.index").write_bytes(b"half")
+    (tmp_path / "checkpoint.tmp0123abcd").write_text('model_checkpoint_path: "ckpt-5"\n')
     kept = sorted(os.listdir(tmp_path))
 
     resumed = tiny_trainer(tmp_path, save_checkpoints_steps=2)
     resumed.train(shuffled_batches(7), train_steps=3)
     assert int(resumed.global_step.numpy()) == 3
     names = set(os.listdir(tmp_path))
-    assert {"ckpt-4_temp", "ckpt-4.index", "checkpoint.tmp0123abcd"}.isdisjoint(names)
-    assert {"ckpt-2.index", "ckpt-3.index"} <= names
-    assert "ckpt-2.index" in kept
+    assert {".ckpt-4.tmp-0a1b2c", "ckpt-5_temp", "ckpt-5.index",
+            "checkpoint.tmp0123abcd"}.isdisjoint(names)
+    assert {"ckpt-2", "ckpt-3"} <= names
+    assert "ckpt-2" in kept

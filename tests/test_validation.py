@@ -10,7 +10,7 @@ import tensorflow as tf
 from syntax_t2t import registry
 from syntax_t2t.cli import registration
 from syntax_t2t.evaluation import training_plots
-from syntax_t2t.training import validation
+from syntax_t2t.training import checkpoints, validation
 from syntax_t2t.training.trainer import Trainer
 
 
@@ -119,7 +119,7 @@ def test_a_failed_save_names_no_new_best(tmp_path):
 def test_best_weights_through_save_averaged_restore(tmp_path):
     """The real saver (bin/train's): `best/` is a decodable directory holding the evaluated weights."""
     from syntax_t2t.training import checkpoint_averaging
-    from syntax_t2t.training.checkpoints import restore_model
+    from syntax_t2t.training.checkpoints import latest_checkpoint, restore_model
 
     registration.import_all()
     hparams = registry.hparams("transformer_tiny")
@@ -142,7 +142,7 @@ def test_best_weights_through_save_averaged_restore(tmp_path):
         model.set_weights([np.full_like(w, step) for w in model.get_weights()])
         checker.after_evaluation(step, {"loss/nmt": loss}, model)
     other = registry.model("transformer")(hparams, sizes)
-    restore_model(other, tf.train.latest_checkpoint(str(run / "best")))
+    restore_model(other, latest_checkpoint(str(run / "best")))
     assert all(np.all(w == 20) for w in other.get_weights())
     assert (run / "best" / "hparams.json").exists()
 
@@ -225,7 +225,7 @@ def test_the_trainer_stops_when_validation_says_so_and_saves_that_step(tmp_path)
                             eval_steps=1, validation=checker)
     assert checker.steps == [3, 6] and results["seen"] == 1.0
     assert int(trainer.global_step.numpy()) == 6
-    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-6")
+    assert checkpoints.latest_checkpoint(str(tmp_path)).endswith("ckpt-6")
     # Resumed at step 6, whose evaluation the history lacks: evaluated first.
     resumed = Trainer(lambda: registry.model("transformer")(
         hparams, {"inputs": 20, "targets": 20}), hparams, str(tmp_path),

@@ -1,16 +1,19 @@
 """A trained model for decoding or analysis: its run's settings and its checkpoint.
 
 A training run's directory (`bin/train --output_dir`) holds `hparams.json`,
-`flags.txt` (model, problem, data_dir, ...) and checkpoints `ckpt-<step>`
-written by `tf.train.CheckpointManager`. A model is restored from the newest
-checkpoint of a directory, or from an explicit checkpoint prefix (such as
-the one `bin/average_checkpoints` writes); only the model's weights are
-read, so the optimizer's state in a training checkpoint is ignored.
+`flags.txt` (model, problem, data_dir, ...) and checkpoints `ckpt-<step>`.
+A model is restored from the newest checkpoint of a directory (found from
+its files, `checkpointing/discovery.py`), or from an explicit checkpoint
+(such as the one `bin/average_checkpoints` writes); only the model's
+weights are read, so the optimizer's state in a training checkpoint is
+ignored.
 
-Checkpoints hold the model's weights under `model_weights/<weight path>`
-(`syntax_t2t.training.checkpoints.model_weights` explains why); reading them
-into a model is `checkpoints.restore_model`'s, which training, checkpoint
-averaging and the best checkpoint use as well.
+Checkpoints hold the model's weights by their Keras path
+(`checkpointing/variables.py` explains why), in the directory format every
+backend reads or, for runs trained before it, TensorFlow's format (read on
+the TensorFlow backend). Reading them into a model is
+`checkpointing/weights.py`'s `restore_model`, which refuses saved weights
+that the model would leave unused as firmly as weights without a value.
 """
 
 import dataclasses
@@ -20,30 +23,32 @@ from typing import Optional
 from absl import logging
 
 from syntax_t2t import problem_options, registry
+from syntax_t2t.checkpointing import discovery
+from syntax_t2t.checkpointing.errors import CheckpointError
+from syntax_t2t.checkpointing.weights import restore_model
 from syntax_t2t.hparams import HParams
-from syntax_t2t.training import checkpoints, run_directory
-from syntax_t2t.training.checkpoints import CheckpointError, checkpoint_exists
+from syntax_t2t.training import run_directory
 
 
 def resolve_checkpoint(output_dir: Optional[str], checkpoint_path: Optional[str]) -> str:
-    """The checkpoint prefix to restore.
+    """The checkpoint to restore.
 
     Args:
         output_dir: a run directory; its newest checkpoint is used.
-        checkpoint_path: an explicit checkpoint prefix (`.../ckpt-1000`);
-            wins over `output_dir`.
+        checkpoint_path: an explicit checkpoint (`.../ckpt-1000`); wins over
+            `output_dir`.
 
     Raises:
         CheckpointError: neither is given, or there is no such checkpoint.
     """
     if checkpoint_path:
-        if not checkpoint_exists(checkpoint_path):
-            raise CheckpointError(f"--checkpoint_path={checkpoint_path}: no checkpoint there "
-                                  f"(expected the file {checkpoint_path}.index)")
+        if discovery.checkpoint_at(checkpoint_path) is None:
+            raise CheckpointError(f"--checkpoint_path={checkpoint_path}: "
+                                  f"{discovery.no_checkpoint_message(checkpoint_path)}")
         return checkpoint_path
     if not output_dir:
         raise CheckpointError("give --output_dir (a training run) or --checkpoint_path")
-    latest = checkpoints.latest_checkpoint(output_dir)
+    latest = discovery.latest_checkpoint(output_dir)
     if latest is None:
         raise CheckpointError(f"--output_dir={output_dir} holds no checkpoint; train first "
                               f"(bin/train) or give --checkpoint_path")
@@ -106,7 +111,7 @@ class TrainedModel:
         model_name: its registered name.
         problem: the problem, vocabularies loaded.
         hparams: the model's hyper-parameters.
-        checkpoint: the checkpoint prefix the weights come from.
+        checkpoint: the checkpoint the weights come from.
         data_dir: the directory of the problem's generated data.
     """
 
@@ -142,8 +147,8 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
 
     Args:
         output_dir: the training run (newest checkpoint).
-        checkpoint_path: an explicit checkpoint prefix instead; its directory
-            holds the run's files.
+        checkpoint_path: an explicit checkpoint instead; its directory holds
+            the run's files.
         model_name, problem_name, data_dir: registered names and the data
             directory, when not (or not only) taken from the run.
         hparams_set, hparams_overrides: `--hparams_set` and `--hparams`.
@@ -176,6 +181,6 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
     problem = problem_options.problem_for_data(problem_name, data_dir, problem_options_text)
     problem.load_vocabularies(data_dir)
     model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
-    checkpoints.restore_model(model, checkpoint)
+    restore_model(model, checkpoint)
     return TrainedModel(model=model, model_name=model_name, problem=problem, hparams=hparams,
                         checkpoint=checkpoint, data_dir=data_dir)

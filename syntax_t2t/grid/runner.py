@@ -65,6 +65,7 @@ from pathlib import Path
 from absl import logging
 
 from syntax_t2t import io_utils, registry
+from syntax_t2t.checkpointing import discovery
 from syntax_t2t.evaluation import attachment, translation
 from syntax_t2t.grid import length_penalty
 from syntax_t2t.grid.experiment import ExperimentError
@@ -344,7 +345,7 @@ class GridRunner:
         if differences:
             raise GridError(f"--continue_from: {source} is not the start of {run.name} under this "
                             f"budget (differs in {', '.join(differences)})")
-        if not os.path.exists(os.path.join(source, "checkpoint")):
+        if discovery.latest_checkpoint(source) is None:
             logging.info("%s: nothing trained in %s; starts here", run.name, source)
             return True
         if not source_state.get("done", {}).get("train"):

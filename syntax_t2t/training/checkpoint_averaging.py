@@ -6,6 +6,9 @@ which the thesis follows. The model's variables are read from every
 checkpoint (the optimizer's are ignored), averaged, and saved as one
 checkpoint of the model alone that `bin/decode --checkpoint_path` (or
 `--output_dir` set to the averaged directory) restores like any other.
+Checkpoints of either format are read (TensorFlow's on the TensorFlow
+backend); the average is written in the directory format, which every
+backend reads.
 """
 
 import json
@@ -14,24 +17,24 @@ import shutil
 import tempfile
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from syntax_t2t import io_utils
-from syntax_t2t.training import checkpoints, run_directory
-from syntax_t2t.training.checkpoints import CheckpointError, restore_model
+from syntax_t2t.checkpointing import discovery, variables
+from syntax_t2t.checkpointing.errors import CheckpointError
+from syntax_t2t.checkpointing.weights import check_fits, read_model_weights, save_model_weights
+from syntax_t2t.training import run_directory
 
 
 def last_checkpoints(directory: str, count: int) -> list[str]:
-    """The newest `count` checkpoint prefixes of a run, oldest first.
+    """The newest `count` checkpoints of a run (found from its files), oldest first.
 
     Raises:
         CheckpointError: the run holds fewer than `count` checkpoints.
     """
     if count < 1:
         raise ValueError(f"need at least one checkpoint to average, got {count}")
-    state = tf.train.get_checkpoint_state(directory)
-    available = list(state.all_model_checkpoint_paths) if state else []
+    available = [found.path for found in discovery.find_checkpoints(directory)]
     if len(available) < count:
         raise CheckpointError(
             f"{directory} holds {len(available)} checkpoint(s) but {count} were asked to be averaged; "
@@ -41,38 +44,43 @@ def last_checkpoints(directory: str, count: int) -> list[str]:
 
 def checkpoint_step(prefix: str) -> int:
     """The step in a `ckpt-<step>` checkpoint name."""
-    name = os.path.basename(prefix)
-    try:
-        return int(name.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        raise CheckpointError(f"{prefix}: not a checkpoint named <prefix>-<step>") from None
+    step = discovery.step_of(prefix)
+    if step is None:
+        raise CheckpointError(f"{prefix}: not a checkpoint named ckpt-<step>")
+    return step
 
 
 def average_into(model, prefixes: list[str]) -> None:
     """Sets the model's weights to their mean over the checkpoints.
 
     Floating-point weights are averaged (accumulated in float64); any other
-    weight keeps the value of the newest checkpoint.
+    weight keeps the value of the newest checkpoint. Each checkpoint must
+    fit the model exactly (`checkpointing/weights.py`).
+
+    Raises:
+        CheckpointError: a checkpoint does not fit the model, or cannot be read.
     """
-    sums, dtypes = None, None
+    sums = None
     for prefix in prefixes:
-        restore_model(model, prefix)
-        values = [np.asarray(variable.numpy()) for variable in model.weights]
+        saved = read_model_weights(prefix, model)
+        check_fits(model, saved, prefix)
         if sums is None:
-            dtypes = [value.dtype for value in values]
-            sums = [value.astype(np.float64) if value.dtype.kind == "f" else value for value in values]
+            sums = {path: value.astype(np.float64) if value.dtype.kind == "f" else value
+                    for path, value in saved.items()}
         else:
-            sums = [total + value if value.dtype.kind == "f" else value
-                    for total, value in zip(sums, values)]
+            sums = {path: total + saved[path] if total.dtype.kind == "f" else saved[path]
+                    for path, total in sums.items()}
         logging.info("read %s", prefix)
-    for variable, total, dtype in zip(model.weights, sums, dtypes):
-        value = total / len(prefixes) if dtype.kind == "f" else total
-        variable.assign(value.astype(dtype))
+    means = {path: total / len(prefixes) if total.dtype.kind == "f" else total
+             for path, total in sums.items()}
+    variables.assign(variables.model_weights(model), means, "model weights",
+                     f"averaging {', '.join(prefixes)}")
 
 
 AVERAGED_MARKER = "averaged_from.json"
-# Files whose presence makes a directory a run (or an averaging) that must not be overwritten.
-_RUN_FILES = ("checkpoint", run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE)
+# Files whose presence makes a directory a run (or an averaging) that must not be overwritten
+# (TensorFlow's index of its checkpoints is one in runs trained before the directory format).
+_RUN_FILES = (discovery.TENSORFLOW_STATE_FILE, run_directory.HPARAMS_FILE, run_directory.FLAGS_FILE)
 
 
 def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
@@ -98,6 +106,8 @@ def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
     if not os.path.isdir(real_averaged):
         return
     held = [name for name in _RUN_FILES if os.path.exists(os.path.join(real_averaged, name))]
+    held += [os.path.basename(found.path) for found in discovery.find_checkpoints(real_averaged)
+             if found.format == discovery.DIRECTORY_FORMAT]
     if not held:
         return
     marker = os.path.join(real_averaged, AVERAGED_MARKER)
@@ -153,12 +163,7 @@ def save_model_directory(model, run_dir: str, directory: str, step: int) -> str:
                 shutil.copyfile(source, os.path.join(staging, name))
         io_utils.atomic_write_text(os.path.join(staging, AVERAGED_MARKER),
                                    json.dumps({"run": os.path.realpath(run_dir), "step": step}) + "\n")
-        step_variable = tf.Variable(step, dtype=tf.int64, trainable=False)
-        checkpoint = tf.train.Checkpoint(model_weights=checkpoints.model_weights(model),
-                                         step=step_variable)
-        manager = tf.train.CheckpointManager(checkpoint, staging, max_to_keep=None,
-                                             checkpoint_name=checkpoints.CHECKPOINT_PREFIX)
-        prefix = os.path.basename(manager.save(checkpoint_number=step))
+        prefix = os.path.basename(save_model_weights(model, staging, step))
         _replace_directory(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,197 +1,119 @@
-"""Saving and resuming training state: model weights, optimizer and step counter.
+"""Saving and resuming training state: weights, optimizer, step, dropout state, input position.
 
-Layout of a checkpoint (`ckpt-<step>`, written by `tf.train.CheckpointManager`,
-which keeps the newest `keep_checkpoint_max`):
+A run's checkpoints are `ckpt-<step>/` directories in the format that every
+backend writes and reads (`checkpointing/directory_format.py`), holding:
 
-* `model_weights/<weight path>`: every weight of the model, keyed by its
-  Keras path (`encoder_layer_0/self_attention/query_kernel`, ...). Keras 3
-  keeps layers held in Python lists (the encoder and decoder stacks) out of
-  TensorFlow's dependency graph, so `tf.train.Checkpoint(model=model)` would
-  silently save only the top-level layers; the paths are fixed by the layer
-  names, so they also identify a weight in another process. Decoding reads
-  only this part.
-* `optimizer`: the Keras optimizer as TensorFlow tracks it (iteration count,
-  Adam's moments, the loss scale under float16).
-* `step`: the global step.
+* `model_weights`: every weight of the model, by its Keras path;
+* `optimizer`: the optimizer's variables (iteration count, Adam's moments,
+  the loss scale under float16), by name;
+* `step`: the global step;
 * `random_state`: the state of the model's random-number generators (the
-  dropout layers' Keras seed generators), keyed by their order in the model,
-  as Keras numbers their names per process. Without it a resumed run would
-  draw the dropout masks of step 0 again.
-* `data`: the position of the training input (the `tf.data` iterator: its
-  shuffle buffer, the files' shuffled order, the examples waiting in their
-  length buckets), so that a resumed run goes on where the saved one was
-  instead of restarting the shuffled stream. Only some iterators can be saved:
-  not a multi-replica one, nor one of a pipeline with a Python generator
-  (`tf.data.Dataset.from_generator`); their runs restart the input on resume.
-  A saved position only fits the same input pipeline: when it does not (other
-  data, other batching), the rest is restored and the input starts again.
+  dropout layers' Keras seed generators), by their order in the model.
+  Without it a resumed run would draw the dropout masks of step 0 again;
+* the position of the training input, so that a resumed run goes on where
+  the saved one was instead of restarting the shuffled stream: the NumPy
+  pipeline's `state()` (`input_position.json`), or the `tf.data` iterator's
+  state (`tf_input_position/`: its shuffle buffer, the files' shuffled
+  order, the examples waiting in their length buckets). Only some `tf.data`
+  iterators can be saved: not a multi-replica one, nor one of a pipeline
+  with a Python generator (`tf.data.Dataset.from_generator`); their runs
+  restart the input on resume. A saved position only fits the same input
+  pipeline: when it does not (other data, other batching, the other
+  backend's pipeline), the rest is restored and the input starts again.
 
-The model and the optimizer must be built before `restore_latest` so that
-every saved value finds its variable at once; the restore then checks that
-nothing was left over on either side, so a checkpoint of another model is an
-error rather than a partially initialised network. `random_state` and `data`
-are optional: a checkpoint without them (an older one, or one saved with
-several replicas) restores the rest and warns.
+`checkpointing/variables.py` explains the names. The model and the
+optimizer must be built before `restore_latest`; the restore then checks
+that every saved value finds its variable and every variable its value, so
+a checkpoint of another model is an error rather than a partially
+initialised network. `random_state` and the input position are optional: a
+checkpoint without them restores the rest and warns.
 
-Saving is atomic as far as a reader can tell: TensorFlow writes the tensors
-under a temporary name (`ckpt-<step>_temp/`), merges them into the final
-`ckpt-<step>.index` and `.data-*` files, and only then rewrites the
-`checkpoint` file that names the newest checkpoint, itself through a
-temporary file and a rename. A process killed at any moment therefore leaves
-`checkpoint` naming the last complete save, which is what `restore_latest`
-reads; `remove_partial_saves` deletes the temporary directories such a kill
-leaves behind.
+Runs trained before this format hold TensorFlow checkpoints
+(`ckpt-<step>.index`, `.data-*`); on the TensorFlow backend they are
+restored too, and the run's next save is in the directory format.
+`convert_tensorflow_checkpoints` (`bin/convert_checkpoints`) rewrites them
+for the other backends.
+
+Checkpoints are found from their files (`checkpointing/discovery.py`):
+the newest one that loads is restored, damaged ones are skipped with a
+warning and never deleted, and a directory holding checkpoints of which
+none loads is an error, never a fresh start. Saves are atomic (a staging
+directory renamed into place, its manifest written last);
+`remove_partial_saves` deletes only what killed saves left.
 """
 
-import collections
-import glob
-import os
-import re
-import shutil
+from typing import Optional
 
-import tensorflow as tf
+import keras
 from absl import logging
 
-CHECKPOINT_PREFIX = "ckpt"
-# Parts a checkpoint may lack (see the module docstring).
-OPTIONAL_PARTS = ("random_state", "data")
+from syntax_t2t.checkpointing import directory_format, discovery, variables
+# Re-exported: what the trainer, the tools and the tests name as `checkpoints.<name>`.
+from syntax_t2t.checkpointing.discovery import CHECKPOINT_PREFIX, latest_checkpoint  # noqa: F401
+from syntax_t2t.checkpointing.errors import (CheckpointError, CheckpointMismatchError,  # noqa: F401
+                                             CorruptCheckpointError, NeedsTensorFlowError)
+from syntax_t2t.checkpointing.variables import model_weights, random_state  # noqa: F401
+from syntax_t2t.checkpointing.weights import (check_fits, read_model_weights,  # noqa: F401
+                                              restore_model, save_weights, tensorflow_format)
+from syntax_t2t.training import optimizers
+
+#: The file of the NumPy pipeline's position in a checkpoint directory.
+INPUT_POSITION_FILE = "input_position.json"
+
+_MISSING_CONSEQUENCE = {
+    "random_state": "dropout starts again from its initial random state",
+    "data": "the training input starts again from the beginning of its shuffled stream",
+}
 
 
-class CheckpointMismatchError(ValueError):
-    """A checkpoint does not fit the model and optimizer it is restored into."""
+def checkpoint_exists(path: str) -> bool:
+    """Whether `path` names a complete checkpoint (a directory, or TensorFlow's `.index`)."""
+    return discovery.checkpoint_at(path) is not None
 
 
-class CorruptCheckpointError(ValueError):
-    """A checkpoint whose files cannot be read (truncated or damaged)."""
-
-
-# What TensorFlow raises on a truncated or damaged checkpoint file: an OpError
-# (DataLossError, "file is too short to be an sstable", ...) or, for a data
-# file cut short, IndexError("Read less bytes than requested").
-READ_ERRORS = (tf.errors.OpError, IndexError)
-
-
-def corrupt_checkpoint_error(prefix, error):
-    """A `CorruptCheckpointError` naming the file of checkpoint `prefix` that failed to read.
-
-    The index is named when it cannot be opened; otherwise the data files
-    (normally one), whose tensors TensorFlow reads from it.
-    """
-    try:
-        tf.train.load_checkpoint(prefix)
-        files = sorted(glob.glob(glob.escape(prefix) + ".data-*")) or [prefix + ".data-*"]
-    except READ_ERRORS:
-        files = [prefix + ".index"]
-    detail = " ".join(str(error).split())[:300]
-    return CorruptCheckpointError(f"{', '.join(files)}: the checkpoint file is truncated or corrupt "
-                                  f"({type(error).__name__}: {detail})")
-
-
-def model_weights(model):
-    """`{weight path: variable}` of every weight of a built Keras model.
-
-    Raises:
-        ValueError: two weights share a path (layers with the same name under
-            one parent), so they could not be told apart in a checkpoint.
-    """
-    weights = model.weights
-    paths = collections.Counter(weight.path for weight in weights)
-    shared = sorted(path for path, count in paths.items() if count > 1)
-    if shared:
-        raise ValueError(f"model {type(model).__name__} has several weights with the path(s) "
-                         f"{', '.join(shared)}; give its layers distinct names")
-    return {weight.path: weight for weight in weights}
-
-
-def random_state(model):
-    """`{index: variable}` of the model's random-generator states (Keras seed generators).
-
-    These are the model's variables that are not weights; they are keyed by
-    their position in `model.variables`, which the model's structure fixes,
-    because their names carry per-process counters (`seed_generator_7`).
-    """
-    weights = {id(weight) for weight in model.weights}
-    others = [variable for variable in model.variables if id(variable) not in weights]
-    return {str(index): variable for index, variable in enumerate(others)}
-
-
-def saved_parts(path):
-    """The top-level parts (`model_weights`, `optimizer`, `data`, ...) saved in a checkpoint."""
-    return {name.split("/", 1)[0] for name, _ in tf.train.list_variables(path)}
-
-
-def latest_checkpoint(directory):
-    """The path prefix of the newest checkpoint in `directory`, or None."""
-    return tf.train.latest_checkpoint(directory)
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing or does not fit the model."""
-
-
-def checkpoint_exists(prefix: str) -> bool:
-    """Whether `prefix` names a TensorFlow checkpoint (its `.index` file exists)."""
-    return tf.io.gfile.exists(prefix + ".index")
-
-
-def restore_model(model, checkpoint_prefix: str) -> None:
-    """Reads the model's weights from a checkpoint.
-
-    Raises:
-        CheckpointError: a weight of the model has no value in the
-            checkpoint, or a value of another shape, or a file of the
-            checkpoint is truncated or corrupt (named).
-    """
-    try:
-        weights = tf.train.Checkpoint(model_weights=model_weights(model))
-        status = weights.read(checkpoint_prefix)
-        status.expect_partial().assert_existing_objects_matched()
-    except READ_ERRORS as error:
-        raise CheckpointError(str(corrupt_checkpoint_error(checkpoint_prefix, error))) from error
-    except (AssertionError, ValueError) as error:
-        raise CheckpointError(f"{checkpoint_prefix}: the checkpoint does not fit model "
-                              f"{type(model).__name__} with these hparams: {error}") from error
-
-
-class InputPosition(tf.__internal__.tracking.Trackable):
-    """The training input iterator's state as a checkpoint part that may fail to restore.
-
-    TensorFlow restores an iterator only into the same pipeline it was saved
-    from; any other pipeline fails and leaves the iterator unusable. This
-    wrapper records that failure in `restore_error` instead of raising, so
-    that the rest of the checkpoint is restored (and checked) as usual and
-    the trainer can start a fresh iterator.
+class JsonInputPosition:
+    """The NumPy input pipeline's position (`state()`, `restore()`) as a checkpoint part.
 
     Attributes:
         iterator: the wrapped iterator (replace it after a failed restore).
-        restore_error: the `tf.errors.OpError` of a failed restore, or None.
+        restore_error: the error of a failed restore (another pipeline, a
+            damaged shard), or None.
     """
+
+    kind = "input_position"
 
     def __init__(self, iterator):
         self.iterator = iterator
         self.restore_error = None
 
-    @staticmethod
-    def unsaveable_reason(iterator):
-        """Why `iterator`'s state cannot be checkpointed, or None when it can."""
-        if not isinstance(iterator, tf.__internal__.tracking.Trackable):
-            return f"TensorFlow cannot checkpoint a {type(iterator).__name__}"
-        try:
-            iterator._serialize_to_tensors()
-        except tf.errors.OpError as error:
-            return error.message.split("\n")[0]
-        return None
+    def state(self) -> dict:
+        return self.iterator.state()
 
-    def _serialize_to_tensors(self):
-        return self.iterator._serialize_to_tensors()
-
-    def _restore_from_tensors(self, restored_tensors):
+    def restore(self, state: dict) -> None:
         self.restore_error = None
         try:
-            return self.iterator._restore_from_tensors(restored_tensors)
-        except tf.errors.OpError as error:
+            self.iterator.restore(state)
+        except (ValueError, KeyError, TypeError) as error:
             self.restore_error = error
-            return tf.no_op()
+
+
+def _input_position(iterator):
+    """The checkpoint part for the training input's position, or None (warned) when unsaveable."""
+    if iterator is None:
+        return None
+    if callable(getattr(iterator, "state", None)) and callable(getattr(iterator, "restore", None)):
+        return JsonInputPosition(iterator)
+    try:
+        from syntax_t2t.checkpointing import tf_format
+    except ImportError:
+        reason = f"a {type(iterator).__name__} has no state() and TensorFlow is not installed"
+    else:
+        reason = tf_format.InputPosition.unsaveable_reason(iterator)
+        if reason is None:
+            return tf_format.InputPosition(iterator)
+    logging.warning("the training input's position cannot be checkpointed (%s): a resumed run "
+                    "starts the input again", reason)
+    return None
 
 
 class TrainingCheckpoint:
@@ -201,48 +123,49 @@ class TrainingCheckpoint:
         directory: where the checkpoints live.
         model: a built Keras model.
         optimizer: a built Keras optimizer.
-        step: a scalar int64 `tf.Variable`, the global step.
-        keep_checkpoint_max: how many of the newest checkpoints to keep.
+        step: the global step, a scalar integer variable (`numpy()`, `assign()`).
+        keep_checkpoint_max: how many of the newest checkpoints to keep
+            (None or 0: all).
         data_iterator: the training input's iterator, saved as the input
-            position when TensorFlow can checkpoint it (see the module
-            docstring), or None.
+            position when it can be (see the module docstring), or None.
     """
 
-    def __init__(self, directory, model, optimizer, step, keep_checkpoint_max, data_iterator=None):
-        self.step = step
+    def __init__(self, directory: str, model, optimizer, step, keep_checkpoint_max: Optional[int],
+                 data_iterator=None):
         self.directory = directory
-        self._required = {"model_weights": model_weights(model), "optimizer": optimizer,
-                          "step": step}
-        self._optional = {}
-        rng = random_state(model)
-        if rng:
-            self._optional["random_state"] = rng
-        self.input_position = None
-        if data_iterator is not None:
-            reason = InputPosition.unsaveable_reason(data_iterator)
-            if reason is None:
-                self.input_position = InputPosition(data_iterator)
-                self._optional["data"] = self.input_position
-            else:
-                logging.warning("the training input's position cannot be checkpointed (%s): a "
-                                "resumed run starts the input again", reason)
-        self.checkpoint = tf.train.Checkpoint(**self._required, **self._optional)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=keep_checkpoint_max,
-            step_counter=step, checkpoint_name=CHECKPOINT_PREFIX)
+        self.model = model
+        self.optimizer = optimizer
+        self.step = step
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self._weights = model_weights(model)
+        self._random_state = random_state(model)
+        # Checked now, so that an optimizer whose variables cannot be named fails before training.
+        variables.optimizer_variables(optimizer, model)
+        self.input_position = _input_position(data_iterator)
         self.restored_parts = frozenset()
 
     @property
-    def latest(self):
-        """Path prefix of the newest checkpoint, or None."""
-        return self.manager.latest_checkpoint
+    def latest(self) -> Optional[str]:
+        """Path of the newest checkpoint, or None."""
+        return latest_checkpoint(self.directory)
 
     @property
-    def saves_input_position(self):
-        """Whether the checkpoints hold the training input's position."""
-        return "data" in self._optional
+    def checkpoints(self) -> list[str]:
+        """Paths of the run's checkpoints, oldest first."""
+        return [found.path for found in discovery.find_checkpoints(self.directory)]
 
-    def restore_latest(self):
+    def _optimizer_variables(self):
+        # Named anew each time: an optimizer may add variables after it is built.
+        return variables.optimizer_variables(self.optimizer, self.model)
+
+    @property
+    def saves_input_position(self) -> bool:
+        """Whether the checkpoints hold the training input's position."""
+        return self.input_position is not None
+
+    # Restoring -----------------------------------------------------------------------
+
+    def restore_latest(self) -> Optional[int]:
         """Restores the newest checkpoint that can be read, if any.
 
         A checkpoint whose files are truncated or corrupt is skipped with a
@@ -250,112 +173,228 @@ class TrainingCheckpoint:
         `restored_parts` to the parts that were read.
 
         Returns:
-            The restored global step, or None when there is no checkpoint.
+            The restored global step, or None when the directory holds no
+            checkpoint.
 
         Raises:
             CheckpointMismatchError: the checkpoint holds values that match
                 no variable or have another shape, or leaves variables
                 without a value.
-            CorruptCheckpointError: no checkpoint of the run can be read.
+            CorruptCheckpointError: checkpoints exist but none can be read.
+            NeedsTensorFlowError: the newest is in TensorFlow's format and
+                TensorFlow is not installed.
         """
-        candidates = list(reversed(self.manager.checkpoints))
+        candidates = list(reversed(discovery.find_checkpoints(self.directory)))
         if not candidates:
             return None
         failures = []
-        for path in candidates:
+        for found in candidates:
             try:
-                step = self._restore(path)
-            except READ_ERRORS as error:
-                failure = corrupt_checkpoint_error(path, error)
+                if found.format == discovery.TENSORFLOW_FORMAT:
+                    step = self._restore_tensorflow(found.path)
+                else:
+                    step = self._restore_directory(found.path)
+            except CorruptCheckpointError as failure:
                 failures.append(failure)
-                logging.warning("skipping checkpoint %s: %s; trying an older one", path, failure)
+                logging.warning("skipping checkpoint %s: %s; trying an older one", found.path,
+                                failure)
                 continue
             if failures:
                 logging.warning("resumed from %s, the newest checkpoint that loads (skipped %d "
-                                "damaged: %s)", path, len(failures),
-                                ", ".join(os.path.basename(p) for p in candidates[:len(failures)]))
+                                "damaged: %s)", found.path, len(failures),
+                                ", ".join(c.path for c in candidates[:len(failures)]))
+            logging.info("restored %s (step %d)", found.path, step)
             return step
         raise CorruptCheckpointError(
             f"no checkpoint of {self.directory} can be read ({len(failures)} tried): "
             + "; ".join(str(failure) for failure in failures)
             + ". Move the damaged files away to start this run again from scratch")
 
-    def _restore(self, path):
-        saved = saved_parts(path)
-        optional = {name: value for name, value in self._optional.items() if name in saved}
-        for name in sorted(set(self._optional) - saved):
-            logging.warning("%s holds no %s (it was written without): %s", path, name,
-                            _MISSING_CONSEQUENCE[name])
-        # A part saved here that this run cannot take (the input position,
-        # when this run's input cannot be checkpointed) is left unread;
-        # everything else must match.
-        unread = sorted(name for name in OPTIONAL_PARTS if name in saved and name not in optional)
-        try:
-            status = tf.train.Checkpoint(**self._required, **optional).restore(path)
-            if unread:
-                logging.warning("%s: not restoring its %s, which this run cannot use", path,
-                                ", ".join(unread))
-                status.expect_partial().assert_existing_objects_matched()
-            else:
-                status.assert_consumed()
-        except (AssertionError, ValueError) as error:
-            # ValueError: a saved tensor of another shape; AssertionError:
-            # saved values without a variable, or variables without a value.
+    def _restore_directory(self, path: str) -> int:
+        stored = directory_format.open_checkpoint(path)
+        context = f"{path}: the checkpoint does not match this model and optimizer"
+        lacking = [part for part in ("model_weights", "optimizer") if part not in stored.parts]
+        if lacking:
             raise CheckpointMismatchError(
-                f"{path}: the checkpoint does not match this model and optimizer: "
-                f"{error}") from error
-        restored = set(self._required) | set(optional)
-        if "data" in optional and self.input_position.restore_error is not None:
+                f"{context}: it holds no {' and no '.join(lacking)} (the weights of a model "
+                f"alone, such as an averaged or best checkpoint, cannot resume training)")
+        groups = [("model weights", self._weights, stored.arrays("model_weights")),
+                  ("optimizer variables", self._optimizer_variables(), stored.arrays("optimizer"))]
+        restored = {"model_weights", "optimizer", "step"}
+        if self._random_state and "random_state" in stored.parts:
+            groups.append(("random generator states", self._random_state,
+                           stored.arrays("random_state")))
+            restored.add("random_state")
+        elif self._random_state:
+            self._warn_missing(path, "random_state")
+        elif "random_state" in stored.parts:
+            logging.warning("%s: not restoring its random_state, which this run cannot use", path)
+        problems = [problem for part, named, saved in groups
+                    for problem in variables.mismatches(named, saved, part)]
+        if problems:
+            raise CheckpointMismatchError(f"{context}: " + "; ".join(problems))
+        for part, named, saved in groups:
+            variables.assign(named, saved, part, context)
+        self.step.assign(stored.step)
+        if self._restore_position(path, stored):
+            restored.add("data")
+        self.restored_parts = frozenset(restored)
+        return stored.step
+
+    def _restore_position(self, path: str, stored) -> bool:
+        """Restores the input position from a directory checkpoint; whether it was."""
+        saved = [kind for kind in ("input_position", "tf_input_position") if kind in stored.parts]
+        position = self.input_position
+        if position is None:
+            if saved:
+                logging.warning("%s: not restoring its input position, which this run cannot use",
+                                path)
+            return False
+        if position.kind not in saved:
+            if saved:
+                logging.warning("%s: its input position was saved from another kind of input "
+                                "pipeline (%s); %s", path, saved[0], _MISSING_CONSEQUENCE["data"])
+            else:
+                self._warn_missing(path, "data")
+            return False
+        if position.kind == JsonInputPosition.kind:
+            position.restore(stored.json(INPUT_POSITION_FILE))
+        else:
+            position.read(stored.entry(position.kind))
+        if position.restore_error is not None:
+            logging.warning("%s: the saved input position does not fit this input pipeline (other "
+                            "data or batching?); %s. The pipeline says: %s", path,
+                            _MISSING_CONSEQUENCE["data"],
+                            str(position.restore_error).split("\n")[0])
+            return False
+        return True
+
+    def _restore_tensorflow(self, prefix: str) -> int:
+        tf_format = tensorflow_format(prefix)
+        if keras.backend.backend() != "tensorflow":
+            raise CheckpointError(
+                f"{prefix} is a checkpoint in TensorFlow's format: resume it on the TensorFlow "
+                f"backend, or rewrite it with bin/convert_checkpoints first")
+        saved = tf_format.saved_parts(prefix)
+        optional = {}
+        if self._random_state and "random_state" in saved:
+            optional["random_state"] = self._random_state
+        elif self._random_state:
+            self._warn_missing(prefix, "random_state")
+        position = self.input_position
+        if isinstance(position, tf_format.InputPosition) and "data" in saved:
+            optional["data"] = position
+        elif position is not None:
+            self._warn_missing(prefix, "data")
+        unread = sorted({"random_state", "data"} & saved - set(optional))
+        if unread:
+            logging.warning("%s: not restoring its %s, which this run cannot use", prefix,
+                            ", ".join(unread))
+        required = {"model_weights": self._weights, "optimizer": self.optimizer,
+                    "step": self.step}
+        tf_format.restore_training_state(prefix, required, optional)
+        restored = set(required) | set(optional)
+        if "data" in optional and position.restore_error is not None:
             restored.discard("data")
             logging.warning("%s: the saved input position does not fit this input pipeline (other "
-                            "data or batching?); %s. TensorFlow says: %s", path,
+                            "data or batching?); %s. TensorFlow says: %s", prefix,
                             _MISSING_CONSEQUENCE["data"],
-                            self.input_position.restore_error.message.split("\n")[0])
+                            position.restore_error.message.split("\n")[0])
         self.restored_parts = frozenset(restored)
-        step = int(self.step.numpy())
-        logging.info("restored %s (step %d)", path, step)
-        return step
+        return int(variables.to_numpy(self.step))
 
-    def save(self):
-        """Writes a checkpoint named after the current step; returns its path."""
-        path = self.manager.save(checkpoint_number=self.step)
+    @staticmethod
+    def _warn_missing(path: str, part: str) -> None:
+        logging.warning("%s holds no %s (it was written without): %s", path, part,
+                        _MISSING_CONSEQUENCE[part])
+
+    # Saving --------------------------------------------------------------------------
+
+    def save(self) -> str:
+        """Writes a checkpoint named after the current step, drops the oldest beyond keep-N.
+
+        Returns:
+            The checkpoint's path.
+        """
+        step = int(variables.to_numpy(self.step))
+        arrays = {}
+        for part, named in (("model_weights", self._weights),
+                            ("optimizer", self._optimizer_variables()),
+                            ("random_state", self._random_state)):
+            arrays.update({f"{part}/{name}": value
+                           for name, value in variables.values_of(named).items()})
+        json_files, writers = {}, {}
+        if isinstance(self.input_position, JsonInputPosition):
+            json_files[INPUT_POSITION_FILE] = self.input_position.state()
+        elif self.input_position is not None:
+            writers[self.input_position.kind] = self.input_position.write
+        path = directory_format.write_checkpoint(self.directory, f"{CHECKPOINT_PREFIX}-{step}",
+                                                 step, arrays, json_files=json_files,
+                                                 writers=writers)
+        self._keep_newest(step)
         logging.info("saved checkpoint %s", path)
         return path
 
-    def remove_partial_saves(self):
+    def _keep_newest(self, saved_step: int) -> None:
+        # Checkpoints past the one just saved were skipped as damaged on
+        # resume: this run overwrites them when it gets there.
+        if not self.keep_checkpoint_max:
+            return
+        older = [found for found in discovery.find_checkpoints(self.directory)
+                 if found.step <= saved_step]
+        for found in older[:-self.keep_checkpoint_max]:
+            discovery.remove_step(self.directory, found.step)
+
+    def remove_partial_saves(self) -> list[str]:
         """Deletes what saves killed midway left behind; returns the removed paths.
 
-        That is the tensors' temporary directory `ckpt-<step>_temp/`, the
-        `checkpoint` file's temporary copies, and `ckpt-<step>` files of a
-        step past the newest complete checkpoint (a kill while they were being
-        merged), none of which `checkpoint` names.
+        See `checkpointing/discovery.py` for what counts; complete
+        checkpoints are never removed.
         """
-        directory = glob.escape(self.directory)
-        removed = glob.glob(os.path.join(directory, f"{CHECKPOINT_PREFIX}-*_temp"))
-        removed += glob.glob(os.path.join(directory, "checkpoint.tmp*"))
-        latest = self.latest
-        newest_step = _step_of(latest) if latest else -1
-        for path in glob.glob(os.path.join(directory, f"{CHECKPOINT_PREFIX}-*")):
-            match = _SAVED_FILE.fullmatch(os.path.basename(path))
-            if match and int(match.group(1)) > newest_step:
-                removed.append(path)
-        for path in sorted(removed):
-            logging.warning("removing %s, left by a checkpoint save that did not finish", path)
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.remove(path)
-        return sorted(removed)
+        return discovery.remove_partial_saves(self.directory)
 
 
-_SAVED_FILE = re.compile(re.escape(CHECKPOINT_PREFIX) + r"-(\d+)\.(?:index|data-\d+-of-\d+)")
+def convert_tensorflow_checkpoints(directory: str, model, hparams) -> list[str]:
+    """Rewrites `directory`'s checkpoints in TensorFlow's format in the directory format.
 
+    Only TensorFlow can read them, so call it on the TensorFlow backend. A
+    training checkpoint (one with an optimizer) is restored into `model` and
+    a fresh optimizer of `hparams` (loss-scaled when the checkpoint's is), as
+    a resumed run restores it, every value checked, and saved again; the
+    position of a `tf.data` input is not carried over, so a run resumed from
+    the new checkpoint restarts its input. A checkpoint of the weights alone
+    (averaged, best) is checked against `model` and rewritten as weights
+    alone. The TensorFlow files stay; where both formats hold a step, the
+    directory is the one used.
 
-def _step_of(prefix):
-    return int(os.path.basename(prefix).rsplit("-", 1)[1])
+    Args:
+        directory: a run (or averaged, or best) directory.
+        model: the run's model, built; its weights are overwritten.
+        hparams: the run's hparams (its optimizer).
 
+    Returns:
+        The paths written, oldest first.
 
-_MISSING_CONSEQUENCE = {
-    "random_state": "dropout starts again from its initial random state",
-    "data": "the training input starts again from the beginning of its shuffled stream",
-}
+    Raises:
+        CheckpointMismatchError: a checkpoint does not fit the model.
+        CorruptCheckpointError: a checkpoint cannot be read.
+    """
+    written = []
+    for found in discovery.find_checkpoints(directory):
+        if found.format != discovery.TENSORFLOW_FORMAT:
+            continue
+        tf_format = tensorflow_format(found.path)
+        if "optimizer" in tf_format.saved_parts(found.path):
+            policy = "mixed_float16" if tf_format.has_loss_scale(found.path) else "float32"
+            optimizer = optimizers.make_optimizer(hparams, policy)
+            optimizer.build(model.trainable_variables)
+            step = keras.Variable(0, dtype="int64", trainable=False, name="converted_step")
+            keeper = TrainingCheckpoint(directory, model, optimizer, step, keep_checkpoint_max=None)
+            keeper._restore_tensorflow(found.path)
+            written.append(keeper.save())
+        else:
+            saved = read_model_weights(found.path, model)
+            check_fits(model, saved, found.path)
+            written.append(save_weights(directory, found.step, saved))
+        logging.info("converted %s to %s", found.path, written[-1])
+    return written

@@ -1,0 +1,74 @@
+"""A training checkpoint written on one backend restores exactly on the other.
+
+`checkpoint_sides.py` writes checkpoints under TensorFlow (this interpreter)
+and under JAX (the TensorFlow-free environment `make install-jax` creates),
+and each side reads the other's; a checkpoint in TensorFlow's format,
+converted by `convert_tensorflow_checkpoints`, is read under JAX as well.
+Every model weight, optimizer variable, dropout generator state and the
+step must come back bit for bit, and the logits of the restored model on a
+fixed batch must match the writer's.
+"""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from checkpoint_sides import CASES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON",
+                            os.path.join(ROOT, ".venv-jax", "bin", "python"))
+SCRIPT = os.path.join(ROOT, "tests", "checkpoint_sides.py")
+# float32 on both sides; the two backends order their reductions differently.
+TOLERANCE = 1e-5
+
+
+def run_side(python, backend, *args):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([python, SCRIPT, *args], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, f"{backend} side failed:\n{done.stdout}\n{done.stderr[-6000:]}"
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the comparison is driven from the TensorFlow environment")
+    if not os.path.exists(JAX_PYTHON):
+        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    directory = tmp_path_factory.mktemp("checkpoint_sides")
+    run_side(sys.executable, "tensorflow", "--mode=write", f"--dir={directory}")
+    run_side(sys.executable, "tensorflow", "--mode=legacy", f"--dir={directory}")
+    run_side(JAX_PYTHON, "jax", "--mode=write", f"--dir={directory}")
+    for source in ("tensorflow", "legacy"):
+        run_side(JAX_PYTHON, "jax", "--mode=read", f"--dir={directory}", f"--source={source}")
+    run_side(sys.executable, "tensorflow", "--mode=read", f"--dir={directory}", "--source=jax")
+    return directory
+
+
+def load(path):
+    with np.load(path) as arrays:
+        return dict(arrays)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("writer,reader", [("tensorflow", "jax"), ("jax", "tensorflow"),
+                                           ("legacy", "jax")])
+def test_a_checkpoint_restores_exactly_on_the_other_backend(sides, case, writer, reader):
+    written = load(sides / writer / f"{case}.npz")
+    read = load(sides / writer / f"{case}.read.{reader}.npz")
+    assert written.keys() == read.keys()
+    assert any(name.startswith("optimizer/") for name in written)
+    assert any(name.startswith("random_state/") for name in written)
+    for name in written:
+        if name != "logits":
+            np.testing.assert_array_equal(read[name], written[name].astype(read[name].dtype),
+                                          err_msg=name)
+    np.testing.assert_allclose(read["logits"], written["logits"], atol=TOLERANCE, rtol=TOLERANCE)
