@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 from bad_input_harness import (GOOD_CONLLU, PROBLEM, TINY, Case, Workspace, check_case, decode_input,
-                            output_lines, run_executable, run_program, shared, train_with,
+                            loc, output_lines, run_executable, run_program, shared, train_with,
                             untrained_run)
 
 from syntax_t2t import registry
@@ -97,8 +97,8 @@ AVERAGING_CASES = [
          average_into(lambda ws: str(ws.tmp / "run" / "averaged"), times=2),
          output=r"averaged 1 checkpoints \(ckpt-1\) into .*/averaged/ckpt-1",
          check=lambda ws: sorted(os.listdir(ws.tmp / "run" / "averaged")) == [
-             "averaged_from.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
-             "flags.txt", "hparams.json"] or pytest.fail(os.listdir(ws.tmp / "run" / "averaged"))),
+             "averaged_from.json", "ckpt-1", "flags.txt", "hparams.json"]
+         or pytest.fail(os.listdir(ws.tmp / "run" / "averaged"))),
 ]
 
 
@@ -120,7 +120,7 @@ def train_past_a_truncated_checkpoint(ws, capsys):
     train = train_with(train_steps=2, save_checkpoints_steps=1)
     status, _, err = train(ws, capsys)
     assert status == 0, err[-3000:]
-    ws.files["data"] = str(ws.tmp / "run" / "ckpt-2.data-00000-of-00001")
+    ws.files["data"] = str(ws.tmp / "run" / "ckpt-2" / "arrays.npz")
     truncate(ws.files["data"])
     return train_with(train_steps=3, save_checkpoints_steps=1)(ws, capsys)
 
@@ -139,10 +139,112 @@ DAMAGE_CASES = [
     Case("damaged: training resumes from the newest checkpoint that loads",
          train_past_a_truncated_checkpoint,
          warning=r"skipping checkpoint .*ckpt-2: {data}: the checkpoint file is truncated or corrupt",
-         check=lambda ws: (ws.tmp / "run" / "ckpt-3.index").exists() or pytest.fail("no ckpt-3")),
+         check=lambda ws: (ws.tmp / "run" / "ckpt-3" / "manifest.json").exists()
+         or pytest.fail("no ckpt-3")),
     Case("damaged: a truncated training shard", train_on_truncated_shard,
          "{shard}: damaged TFRecord shard: truncated record at byte offset \\d+; regenerate the data "
          f"with bin/datagen --problem={PROBLEM} --data_dir=.* --tmp_dir=<raw data dir> --overwrite"),
+]
+
+
+# TensorFlow's index of a run's checkpoints, damaged (issue 35, item 2) ----------------------
+# The shared run's checkpoint is in TensorFlow's format, with its `checkpoint` index file. Before
+# checkpoints were found from their files, each of these decoded nothing ("holds no checkpoint;
+# train first"), and training deleted ckpt-1 as a killed save's leftover, or trained over it,
+# from step 0.
+
+MISSING_999 = 'model_checkpoint_path: "ckpt-999"\nall_model_checkpoint_paths: "ckpt-999"\n'
+INDEXES = {"deleted": None, "naming a missing ckpt-999": MISSING_999, "garbage": "\x00{garbage"}
+
+
+def with_index(kind):
+    def make(ws):
+        run = copy_run(ws)
+        os.remove(os.path.join(run, "checkpoint"))
+        if INDEXES[kind] is not None:
+            with open(os.path.join(run, "checkpoint"), "w", encoding="utf-8") as stream:
+                stream.write(INDEXES[kind])
+        ws.files["checkpoint"] = os.path.join(run, "ckpt-1")
+        return run
+    return make
+
+
+def checkpoint_kept(ws):
+    names = os.listdir(ws.tmp / "run")
+    assert {"ckpt-1.index", "ckpt-1.data-00000-of-00001"} <= set(names), names
+
+
+def decode_with_index(kind):
+    def run(ws, capsys):
+        return decode_input("a b\nb c\n", output_dir=with_index(kind)(ws))(ws, capsys)
+    return run
+
+
+INDEX_CASES = [
+    Case(f"checkpoint index {kind}: decoding uses the complete checkpoint", decode_with_index(kind),
+         output=r"decoded 2 sentences to ", check=lambda ws: (checkpoint_kept(ws),
+                                                              output_lines(2)(ws)))
+    for kind in INDEXES
+] + [
+    # The shared run holds its model's weights alone: resuming it is refused, naming it, as with
+    # an intact index, instead of training from step 0 over it.
+    Case(f"checkpoint index {kind}: training does not start again from step 0",
+         train_with(output_dir=with_index(kind)),
+         loc("checkpoint") + r": the checkpoint does not match this model and optimizer: .*",
+         check=checkpoint_kept)
+    for kind in INDEXES
+]
+
+
+# Checkpoint values another architecture would leave unused (issue 35, item 3) ----------------
+# Before, each of these decoded (or averaged) with exit 0 and half of the encoder ignored.
+
+TWO_ENCODER_LAYERS = TINY.replace("num_encoder_layers=1", "num_encoder_layers=2")
+UNUSED = (r": the checkpoint does not fit model Transformer with these hparams: \d+ saved model "
+          r"weights match nothing here and would be left unused \(encoder_layer_1/.*\)")
+
+
+def two_layer_run_edited_to_one(ws):
+    run = untrained_run(ws.tmp / "run", ws.shared.data_dir, hparams_text=TWO_ENCODER_LAYERS)
+    hparams = run_directory.load_hparams(run)
+    hparams.set("num_encoder_layers", 1)
+    with open(os.path.join(run, run_directory.HPARAMS_FILE), "w", encoding="utf-8") as stream:
+        stream.write(hparams.to_json())
+    ws.files["checkpoint"] = os.path.join(run, "ckpt-1")
+    return run
+
+
+def decode_edited_run(ws, capsys):
+    return decode_input("a b\n", output_dir=two_layer_run_edited_to_one(ws))(ws, capsys)
+
+
+def average_edited_run(ws, capsys):
+    return run_program("average_checkpoints", capsys, output_dir=two_layer_run_edited_to_one(ws),
+                       num_last_checkpoints=1)
+
+
+def decode_bare_checkpoint_with_fewer_layers(ws, capsys):
+    run = untrained_run(ws.tmp / "run", ws.shared.data_dir, hparams_text=TWO_ENCODER_LAYERS)
+    bare = ws.tmp / "bare"
+    bare.mkdir()
+    for name in os.listdir(run):
+        if name.startswith("ckpt-1."):
+            shutil.copy(os.path.join(run, name), bare / name)
+    ws.files["checkpoint"] = str(bare / "ckpt-1")
+    return decode_input("a b\n", output_dir=None, checkpoint_path=str(bare / "ckpt-1"),
+                        model="transformer", problem=PROBLEM, data_dir=ws.shared.data_dir,
+                        hparams_set="transformer_tiny", hparams=TINY)(ws, capsys)
+
+
+UNUSED_CASES = [
+    Case("unused weights: hparams.json edited from 2 encoder layers to 1, decoded",
+         decode_edited_run, loc("checkpoint") + UNUSED,
+         check=lambda ws: not (ws.tmp / "output.txt").exists() or pytest.fail("decoded")),
+    Case("unused weights: hparams.json edited from 2 encoder layers to 1, averaged",
+         average_edited_run, loc("checkpoint") + UNUSED,
+         check=lambda ws: not (ws.tmp / "run" / "averaged").exists() or pytest.fail("averaged")),
+    Case("unused weights: --hparams=num_encoder_layers=1 with a bare --checkpoint_path",
+         decode_bare_checkpoint_with_fewer_layers, loc("checkpoint") + UNUSED),
 ]
 
 
@@ -331,7 +433,8 @@ USR_CASES = [
          r"--checkpoint_path, or a checkpoint of --output_dir's run"),
 ]
 
-RUN_CASES = AVERAGING_CASES + DAMAGE_CASES + HPARAMS_CASES + PATH_CASES + PARTIAL_CASES + USR_CASES
+RUN_CASES = (AVERAGING_CASES + DAMAGE_CASES + INDEX_CASES + UNUSED_CASES + HPARAMS_CASES
+             + PATH_CASES + PARTIAL_CASES + USR_CASES)
 
 
 @pytest.mark.parametrize("case", RUN_CASES, ids=[case.id for case in RUN_CASES])
