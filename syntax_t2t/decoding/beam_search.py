@@ -347,7 +347,8 @@ def beam_search(symbols_to_logits_fn, initial_ids: Tensor, beam_size: int, max_s
         all_flags = ops.concatenate([finished_flags, ops.zeros_like(finished_flags)], axis=1)
         finished_scores, chosen = ops.top_k(
             ops.concatenate([finished_scores, cut_off_scores], axis=1), k=beam_size)
-        finished_ids, finished_flags = gather_beams(all_ids, chosen), gather_beams(all_flags, chosen)
+        finished_ids = gather_beams(all_ids, chosen)
+        finished_flags = gather_beams(all_flags, chosen)
         any_finished = ops.logical_or(any_finished, cut_off)
     # Sentences that never produced <EOS> return their alive hypotheses.
     none_finished = ops.logical_not(any_finished)

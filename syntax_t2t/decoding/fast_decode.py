@@ -188,7 +188,7 @@ class DecodeFunction:
         return self.compiled.per_shape
 
     def __call__(self, features: Mapping[str, Any]) -> dict:
-        """The outputs of `decode_batch` for `features` (int32 [B, S] arrays), as backend tensors."""
+        """`decode_batch`'s outputs for `features` (int32 [B, S] arrays), as backend tensors."""
         batch = {key: _host_array(features[key]) for key in self.feature_keys}
         rows = batch["inputs"].shape[0]
         if not self.per_shape:

@@ -56,10 +56,13 @@ def greedy_search(symbols_to_logits_fn, initial_ids: Tensor, max_steps, max_leng
     def body(step, last_ids, ids, log_probs, lengths, ended, done, cache):
         logits, cache = symbols_to_logits_fn(last_ids, step, cache)
         step_log_probs = ops.log_softmax(ops.cast(logits, "float32"))
-        tokens = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
+        # The best token and its log-probability in one pass (keras.ops.argmax
+        # makes four more over the vocabulary on TensorFlow); ties go to the
+        # lower id, as with an argmax.
+        token_log_probs, tokens = ops.top_k(step_log_probs, k=1)
+        token_log_probs, tokens = token_log_probs[:, 0], ops.cast(tokens[:, 0], "int32")
         # A done sentence keeps its tokens; it is fed 0 from now on.
         tokens = ops.where(done, 0, tokens)
-        token_log_probs = ops.take_along_axis(step_log_probs, tokens[:, None], axis=1)[:, 0]
         ids = ops.where(ops.equal(positions, step)[None, :], tokens[:, None], ids)
         log_probs = ops.where(done, log_probs, log_probs + token_log_probs)
         is_eos = ops.logical_and(ops.equal(tokens, eos_id), ops.logical_not(done))
