@@ -6,7 +6,9 @@ so a loop that is trained through must have a static trip count there
 differentiate a `tf.while_loop` without `maximum_iterations`, which
 `keras.ops.fori_loop` and `keras.ops.scan` do not pass; on TensorFlow the
 loops below are therefore TensorFlow's own, bounded, as the models used them
-before they were backend-neutral. Both give the same values.
+before they were backend-neutral. Called eagerly (nothing traced), both run
+a plain Python loop instead: compiling a loop for a single call costs more
+than running it. Every path gives the same values.
 """
 
 from typing import Any, Callable
@@ -37,8 +39,7 @@ def bounded_fori_loop(lower: int | Tensor, upper: int | Tensor,
     """
     known_lower, known_upper = _known_now(lower), _known_now(upper)
     if known_lower is not None and known_upper is not None:
-        # Eager: a Python loop, as long as the data needs (compiling a loop
-        # for one call would cost more than it runs).
+        # Eager: as many steps as the data needs.
         value = initial
         for i in range(known_lower, known_upper):
             value = body(ops.convert_to_tensor(i, "int32"), value)
@@ -104,7 +105,7 @@ def scan_states(step: Callable[[Any, Any], Any], initial: Any, elements: Any) ->
         (the nest of `initial`).
     """
     if _all_known_now(initial) and _all_known_now(elements):
-        # Eager: a Python loop (compiling a loop for one call would cost more than it runs).
+        # Eager: one step at a time.
         states, state = [], initial
         for t in range(keras.tree.flatten(elements)[0].shape[0]):
             state = step(state, keras.tree.map_structure(lambda tensor: tensor[t], elements))
