@@ -139,9 +139,11 @@ def test_nsd_reads_the_bracketed_phrase_structure(bracketed_data, kind):
             DependencyTree.from_heads(words, batch["src_heads"][row, :n])))
         differs |= not np.array_equal(derived, expected)
     assert differs  # the bracketed trees are not the dependency-derived ones
-    # Without the derived feature (decoding) the model computes the same distances.
-    ids = model.source_distance_ids({k: tf.constant(v) for k, v in batch.items()},
-                                    batch["inputs"].shape[1]).numpy()
+    # The model reads the distances the host derives (trainer, decoder); it never computes them.
+    length = batch["inputs"].shape[1]
+    with pytest.raises(KeyError, match="nsd_distances.*src_heads, src_const_start, src_const_end"):
+        model.source_distance_ids(batch, length)
+    ids = model.source_distance_ids({**batch, nsd.DISTANCE_KEY: distances}, length).numpy()
     k = hparams.nsd_max_distance
     words = batch["src_heads"] >= 0
     np.testing.assert_array_equal(ids[words], np.clip(distances[words], -k, k) + k + 1)
@@ -176,6 +178,11 @@ def test_mgsa_reads_the_bracketed_phrase_structure(bracketed_data):
                     assert upos.tokens[tags[row, level, p]] != "<UNK>"
                 else:  # a constituent: its own label, after the UPOS tags
                     assert tags[row, level, p] == sizes["upos"] + labels.token_to_id(label)
+    # The model reads the partitions the host derives from the same trees.
+    derived = model.derived_features.compute(batch)
+    for level in range(2):
+        np.testing.assert_array_equal(derived[f"mgsa_phrases_{level + 1}"], phrase_ids[:, level])
+    batch.update(derived)
     outputs = model({key: tf.constant(value) for key, value in batch.items()})
     assert np.isfinite(model.compute_losses(batch, outputs)["phrase_tag"])
 
