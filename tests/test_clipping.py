@@ -1,4 +1,4 @@
-"""Clipping by global norm (`backend/clipping.py`), the rule both train steps follow, on any backend."""
+"""Clipping by global norm (`backend/clipping.py`): the rule both train steps follow, any backend."""
 
 import keras
 import numpy as np

@@ -1,4 +1,4 @@
-"""The rules of the JAX train step (`backend/jax_train_step.py`), checked on a stand-in model under JAX.
+"""The rules of the JAX train step (`backend/jax_train_step.py`), on a stand-in model under JAX.
 
 Refused steps (a non-finite loss stops every later update, or only that
 batch with skipping), clipping to the bound, loss scaling that unscales
