@@ -26,7 +26,7 @@ from syntax_t2t.decoding.fast_decode import make_decode_function
 
 CASES = ("transformer", "tree_distance", "dep_parse")
 BEAMS = (1, 4)
-ALPHA, EXTRA_LENGTH = 0.6, 6
+ALPHA, EXTRA_LENGTH = 0.6, 12
 
 
 def run_case(case: str, mode: str, directory: str) -> None:

@@ -62,7 +62,8 @@ def test_cached_step_logits_equal_a_full_recompute(model_name, overrides):
     ids = ops.full((4,), model.decode_start_id, "int32")
     for step in range(batch["targets"].shape[1]):
         logits, cache = model.decode_step(ids, ops.convert_to_tensor(step, "int32"), cache, memory)
-        np.testing.assert_allclose(ops.convert_to_numpy(logits), full[:, step], atol=2e-5, rtol=1e-4)
+        np.testing.assert_allclose(ops.convert_to_numpy(logits), full[:, step], atol=2e-5,
+                                   rtol=1e-4)
         ids = ops.convert_to_tensor(batch["targets"][:, step])
 
 
@@ -211,4 +212,5 @@ def test_forced_scores_are_the_teacher_forced_log_probabilities():
     log_probs = ops.convert_to_numpy(ops.log_softmax(model(batch)["logits"]))
     for row, (ids, score) in enumerate(zip(target_ids, scores)):
         assert score.tokens == len(ids)
-        assert score.total == pytest.approx(log_probs[row, np.arange(len(ids)), ids].sum(), abs=1e-4)
+        expected = log_probs[row, np.arange(len(ids)), ids].sum()
+        assert score.total == pytest.approx(expected, abs=1e-4)

@@ -21,7 +21,8 @@ import pytest
 from decode_parity import BEAMS, CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON", os.path.join(ROOT, ".venv-jax", "bin", "python"))
+JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON",
+                            os.path.join(ROOT, ".venv-jax", "bin", "python"))
 SCRIPT = os.path.join(ROOT, "tests", "decode_parity.py")
 # float32 on both sides; the two backends order their reductions differently.
 TOLERANCE = 1e-5
