@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import registry
+from syntax_t2t.checkpointing.discovery import latest_checkpoint
 from syntax_t2t.cli import registration
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import archive, report, runner
@@ -172,8 +173,10 @@ def test_a_run_still_training_in_the_source_grid_is_not_started_one_never_traine
     run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
     assert longer.continue_from(run, str(tmp_path / "short")) is False
     assert not os.path.exists(run.directory)
-    # Claimed there but never trained (no checkpoint): nothing to wait for.
-    os.remove(os.path.join(tmp_path / "short" / "runs" / "base" / "seed1", "checkpoint"))
+    # Claimed there but never trained (no checkpoint): nothing to wait for. Checkpoints are
+    # found from their files, so TensorFlow's index alone missing would not do.
+    for name in ("checkpoint", "ckpt-300.index"):
+        os.remove(os.path.join(tmp_path / "short" / "runs" / "base" / "seed1", name))
     assert longer.continue_from(run, str(tmp_path / "short")) is True
     assert not os.path.exists(run.directory)
 
@@ -487,7 +490,7 @@ def test_grid_end_to_end_resumes_without_redoing_finished_runs(tmp_path):
     for system in ("transformer", "dep_parse"):
         for seed in (1, 2):
             run = grid_dir / "runs" / system / f"seed{seed}"
-            assert (run / "best" / "checkpoint").exists()
+            assert latest_checkpoint(str(run / "best")) is not None
             assert "--output_dir=" + str(run / "best") in (run / "test.log").read_text()
     # A third call redoes nothing at all: no program is started.
     third = _grid(data_dir, grid_dir)
