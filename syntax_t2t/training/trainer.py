@@ -450,7 +450,7 @@ class Trainer:
                 good step was saved.
         """
         train_dataset = self._select_features(train_dataset).repeat()
-        # The input position is checkpointed (checkpoints.InputPosition); state
+        # The input position is checkpointed (checkpoints.py); state
         # outside the pipeline, such as the counters of dropped examples
         # (pipeline.PipelineCounters), counts per process and is not saved.
         options = tf.data.Options()
