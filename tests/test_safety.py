@@ -203,8 +203,9 @@ def _loader_calls(source):
 
 
 def test_tensorflow_checkpoints_are_read_without_python_objects():
-    # Checkpoints are read through tf.train.Checkpoint, which restores
-    # tensors into existing variables and never builds Python objects from
+    # Checkpoints are read as NumPy arrays (np.load, which refuses pickles)
+    # or, in TensorFlow's format, through tf.train.Checkpoint; both restore
+    # values into existing variables and never build Python objects from
     # the file; no Keras model file (.keras, .h5) or SavedModel is loaded
     # (layers' `from_config` only rebuilds them from their own configs).
     # bin/export writes SavedModels for others to load; the package itself
