@@ -1,4 +1,4 @@
-"""MultiHeadAttention and the label-bias kernels against naive per-pair references.
+"""MultiHeadAttention, its terms and the label-bias kernels against naive per-pair references.
 
 Written in numpy and `keras.ops`: the module runs under every Keras backend
 (TensorFlow, and JAX without TensorFlow), and where a backend differentiates
@@ -13,6 +13,9 @@ from keras import ops
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.layers import attention_cache, label_bias, masks
 from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.attention_terms import (AttentionTerm, BiaffineHead, LabelBias,
+                                               ParentScaledHeads, ParseHead, PhraseHeads,
+                                               SpecializedHeads)
 
 pytestmark = pytest.mark.backends
 
@@ -93,16 +96,18 @@ class Bound:
 def naive_attention(layer, x, labels=None, mask=None, spec_inputs=None):
     """Thesis eq. 3.3 written per head and pair, with Shaw et al.'s value biases."""
     w = weights_of(layer)
+    label_bias = layer.term(LabelBias) or LabelBias({})
+    spec_heads = layer.term(SpecializedHeads).heads if layer.term(SpecializedHeads) else ()
     labels = {name: np.broadcast_to(labels[name], (x.shape[0], x.shape[1], x.shape[1]))
-              for name in layer.label_vocab_sizes} if labels else {}
-    regular = [h for h in range(layer.num_heads) if h not in layer.spec_heads]
+              for name in label_bias.label_vocab_sizes} if labels else {}
+    regular = [h for h in range(layer.num_heads) if h not in spec_heads]
     batch, length, _ = x.shape
     out = np.zeros((batch, length, w["output_kernel"].shape[-1]))
     probs = np.zeros((batch, layer.num_heads, length, length))
     for b in range(batch):
         for h in range(layer.num_heads):
-            if h in layer.spec_heads:
-                s = layer.spec_heads.index(h)
+            if h in spec_heads:
+                s = spec_heads.index(h)
                 q = spec_inputs[b] @ w["spec_query_kernel"][:, s]
                 k = spec_inputs[b] @ w["spec_key_kernel"][:, s]
             else:
@@ -114,7 +119,7 @@ def naive_attention(layer, x, labels=None, mask=None, spec_inputs=None):
             for i in range(length):
                 for j in range(length):
                     key = k[j].copy()
-                    for name in layer.label_vocab_sizes:
+                    for name in label_bias.label_vocab_sizes:
                         key += w[f"{name}_key_embeddings"][labels[name][b, i, j]]
                     logits[i, j] = q[i] @ key / np.sqrt(layer.key_dim)
                     if mask is not None and not mask[b, i, j]:
@@ -126,17 +131,16 @@ def naive_attention(layer, x, labels=None, mask=None, spec_inputs=None):
                 context = np.zeros(layer.key_dim)
                 for j in range(length):
                     value = v[j].copy()
-                    for name in layer.value_bias_labels:
+                    for name in label_bias.value_bias_labels:
                         value += w[f"{name}_value_embeddings"][labels[name][b, i, j]]
                     context += a[i, j] * value
                 out[b, i] += context @ w["output_kernel"][h]
     return out, probs
 
 
-def make_layer(**kwargs):
-    layer = MultiHeadAttention(H, D_K, **kwargs)
-    spec = (None, None, D_SPEC) if kwargs.get("spec_heads") else None
-    layer.build((None, None, WIDTH), spec_inputs_shape=spec)
+def make_layer(*terms, **kwargs):
+    layer = MultiHeadAttention(H, D_K, terms=terms, **kwargs)
+    layer.build((None, None, WIDTH), term_inputs_shape={"spec_inputs": (None, None, D_SPEC)})
     return layer
 
 
@@ -215,23 +219,23 @@ def test_label_values_equal_per_pair_sums(rng):
 # The layer against the naive reference.
 
 
-@pytest.mark.parametrize("config", [
-    {},
-    {"label_vocab_sizes": {"tree": 7}},
-    {"label_vocab_sizes": LABELS, "value_bias_labels": ["relative"]},
-    {"label_vocab_sizes": LABELS, "spec_heads": [2, 0]},
-    {"spec_heads": [0, 1, 2]},
-])
-def test_layer_equals_naive_reference(rng, config):
-    layer = make_layer(**config)
+@pytest.mark.parametrize("terms", [  # made per test: a term belongs to one layer
+    lambda: (),
+    lambda: (LabelBias({"tree": 7}),),
+    lambda: (LabelBias(LABELS, ["relative"]),),
+    lambda: (SpecializedHeads([2, 0]), LabelBias(LABELS)),
+    lambda: (SpecializedHeads([0, 1, 2]),),
+], ids=["plain", "tree", "values", "spec_and_labels", "all_spec"])
+def test_layer_equals_naive_reference(rng, terms):
+    layer = make_layer(*terms())
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     spec = rng.normal(size=(B, S, D_SPEC)).astype("float32")
     labels = random_labels(rng)
     ids = np.array([[5, 6, 7, 1, 0], [5, 6, 7, 8, 1]])
     mask = np.broadcast_to(numpy(masks.key_padding_mask(ids)), (B, S, S))
-    out, details = layer(x, attention_mask=mask, labels=labels,
-                         spec_inputs=spec if config.get("spec_heads") else None,
+    out, details = layer(x, attention_mask=mask,
+                         term_inputs={"labels": labels, "spec_inputs": spec},
                          return_probs=True)
     expected_out, expected_probs = naive_attention(layer, x, labels, mask, spec)
     np.testing.assert_allclose(details["probs"], expected_probs, rtol=1e-4, atol=1e-5)
@@ -239,7 +243,7 @@ def test_layer_equals_naive_reference(rng, config):
 
 
 def test_zero_label_embeddings_give_plain_attention(rng):
-    biased = make_layer(label_vocab_sizes=LABELS, value_bias_labels=["relative", "tree"])
+    biased = make_layer(LabelBias(LABELS, ["relative", "tree"]))
     plain = make_layer()
     randomize(plain, rng)
     for weight in biased.weights:
@@ -250,16 +254,16 @@ def test_zero_label_embeddings_give_plain_attention(rng):
             weight.assign(getattr(plain, name))
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     expected, _ = plain(x)
-    got, _ = biased(x, labels=random_labels(rng))
+    got, _ = biased(x, term_inputs={"labels": random_labels(rng)})
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     # ... and non-zero embeddings do change the result.
-    biased.key_label_tables["tree"].assign(rng.normal(size=(7, D_K)).astype("float32"))
-    changed, _ = biased(x, labels=random_labels(rng))
+    biased.term(LabelBias).key_tables["tree"].assign(rng.normal(size=(7, D_K)).astype("float32"))
+    changed, _ = biased(x, term_inputs={"labels": random_labels(rng)})
     assert np.abs(changed - expected).max() > 1e-3
 
 
 def test_padding_does_not_change_real_positions(rng):
-    layer = make_layer(label_vocab_sizes=LABELS, value_bias_labels=["tree"], spec_heads=[1])
+    layer = make_layer(SpecializedHeads([1]), LabelBias(LABELS, ["tree"]))
     randomize(layer, rng)
     real, padded = 4, 7
     x = rng.normal(size=(1, padded, WIDTH)).astype("float32")
@@ -267,35 +271,38 @@ def test_padding_does_not_change_real_positions(rng):
     labels = random_labels(rng, batch=1, length=padded)
     short_labels = {"relative": labels["relative"][:real, :real],
                     "tree": labels["tree"][:, :real, :real]}
-    short, _ = layer(x[:, :real], labels=short_labels, spec_inputs=spec[:, :real])
+    short, _ = layer(x[:, :real], term_inputs={"labels": short_labels,
+                                               "spec_inputs": spec[:, :real]})
     ids = np.array([[4, 5, 6, 1, 0, 0, 0]])
-    long, _ = layer(x, labels=labels, spec_inputs=spec, attention_mask=masks.key_padding_mask(ids))
+    long, _ = layer(x, term_inputs={"labels": labels, "spec_inputs": spec},
+                    attention_mask=masks.key_padding_mask(ids))
     np.testing.assert_allclose(long[:, :real], short, rtol=1e-5, atol=1e-5)
 
 
 def test_causal_mask_hides_the_future(rng):
-    layer = make_layer(label_vocab_sizes={"relative": 5})
+    layer = make_layer(LabelBias({"relative": 5}))
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     changed = x.copy()
     changed[:, 3:] += 1.0
     labels = {"relative": numpy(masks.causal_mask(S)[0]).astype("int32")}
-    first, _ = layer(x, attention_mask=masks.causal_mask(S), labels=labels)
-    second, _ = layer(changed, attention_mask=masks.causal_mask(S), labels=labels)
+    first, _ = layer(x, attention_mask=masks.causal_mask(S), term_inputs={"labels": labels})
+    second, _ = layer(changed, attention_mask=masks.causal_mask(S),
+                      term_inputs={"labels": labels})
     np.testing.assert_allclose(first[:, :3], second[:, :3], rtol=1e-6, atol=1e-6)
     assert np.abs(first[:, 3:] - second[:, 3:]).max() > 1e-3
 
 
 def test_specialised_head_looks_only_at_tags(rng):
-    layer = make_layer(spec_heads=[1])
+    layer = make_layer(SpecializedHeads([1]))
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     tags = rng.normal(size=(B, S, D_SPEC)).astype("float32")
-    _, base = layer(x, spec_inputs=tags, return_probs=True)
-    _, new_tokens = layer(x + rng.normal(size=x.shape).astype("float32"), spec_inputs=tags,
-                          return_probs=True)
-    _, new_tags = layer(x, spec_inputs=tags + rng.normal(size=tags.shape).astype("float32"),
-                        return_probs=True)
+    _, base = layer(x, term_inputs={"spec_inputs": tags}, return_probs=True)
+    _, new_tokens = layer(x + rng.normal(size=x.shape).astype("float32"),
+                          term_inputs={"spec_inputs": tags}, return_probs=True)
+    new_inputs = {"spec_inputs": tags + rng.normal(size=tags.shape).astype("float32")}
+    _, new_tags = layer(x, term_inputs=new_inputs, return_probs=True)
     np.testing.assert_allclose(new_tokens["probs"][:, 1], base["probs"][:, 1], atol=1e-6)
     assert np.abs(new_tokens["probs"][:, 0] - base["probs"][:, 0]).max() > 1e-3
     assert np.abs(new_tags["probs"][:, 1] - base["probs"][:, 1]).max() > 1e-3
@@ -303,12 +310,12 @@ def test_specialised_head_looks_only_at_tags(rng):
 
 
 def test_parse_head_returns_that_heads_masked_logits(rng):
-    layer = make_layer(parse_head=2, label_vocab_sizes={"tree": 7})
+    layer = make_layer(ParseHead(2), LabelBias({"tree": 7}))
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     ids = np.array([[3, 5, 6, 1, 0], [3, 5, 6, 7, 1]])
     _, details = layer(x, attention_mask=masks.key_padding_mask(ids),
-                       labels=random_labels(rng), return_probs=True)
+                       term_inputs={"labels": random_labels(rng)}, return_probs=True)
     head_logits = details["head_logits"]
     assert keras.backend.standardize_dtype(head_logits.dtype) == "float32"
     assert head_logits.shape == (B, S, S)
@@ -321,16 +328,17 @@ def test_parse_head_returns_that_heads_masked_logits(rng):
 
 
 def test_incremental_self_attention_equals_full_causal(rng):
-    layer = make_layer(label_vocab_sizes={"relative": 5}, value_bias_labels=["relative"])
+    layer = make_layer(LabelBias({"relative": 5}, ["relative"]))
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     full, _ = layer(x, attention_mask=masks.causal_mask(S),
-                    labels={"relative": _relative(S, S, 0)})
+                    term_inputs={"labels": {"relative": _relative(S, S, 0)}})
     cache = (np.zeros([B, H, S, D_K], "float32"), np.zeros([B, H, S, D_K], "float32"))
     for step in range(S):
         out, details = layer(
             x[:, step:step + 1], attention_mask=masks.causal_mask(1, S, step),
-            labels={"relative": _relative(1, S, step)}, cache=cache, cache_update_index=step)
+            term_inputs={"labels": {"relative": _relative(1, S, step)}}, cache=cache,
+            cache_update_index=step)
         cache = details["cache"]
         np.testing.assert_allclose(out[:, 0], full[:, step], rtol=1e-5, atol=1e-5)
 
@@ -377,31 +385,43 @@ def test_cache_write_puts_the_new_rows_at_the_position_and_nothing_else(rng):
 
 
 def test_get_config_round_trip(rng):
-    layer = make_layer(label_vocab_sizes=LABELS, value_bias_labels=["tree"], spec_heads=[2],
-                       parse_head=0, dropout=0.1, name="attention")
+    layer = make_layer(SpecializedHeads([2]), ParseHead(0), LabelBias(LABELS, ["tree"]),
+                       dropout=0.1, name="attention")
     clone = MultiHeadAttention.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
-    clone.build((None, None, WIDTH), spec_inputs_shape=(None, None, D_SPEC))
+    assert [type(term) for term in clone.terms] == [SpecializedHeads, ParseHead, LabelBias]
+    assert all(a is not b for a, b in zip(clone.terms, layer.terms))
+    clone.build((None, None, WIDTH), term_inputs_shape={"spec_inputs": (None, None, D_SPEC)})
     clone.set_weights(layer.get_weights())
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
-    spec = rng.normal(size=(B, S, D_SPEC)).astype("float32")
-    labels = random_labels(rng)
-    np.testing.assert_array_equal(clone(x, labels=labels, spec_inputs=spec)[0],
-                                  layer(x, labels=labels, spec_inputs=spec)[0])
+    inputs = {"labels": random_labels(rng),
+              "spec_inputs": rng.normal(size=(B, S, D_SPEC)).astype("float32")}
+    np.testing.assert_array_equal(clone(x, term_inputs=inputs)[0],
+                                  layer(x, term_inputs=inputs)[0])
 
 
 def test_clear_errors(rng):
     with pytest.raises(ValueError, match="head 3 does not exist"):
-        MultiHeadAttention(H, D_K, spec_heads=[3])
+        MultiHeadAttention(H, D_K, terms=[SpecializedHeads([3])])
     with pytest.raises(ValueError, match="not in label_vocab_sizes"):
-        MultiHeadAttention(H, D_K, value_bias_labels=["relative"])
-    layer = make_layer(label_vocab_sizes=LABELS, spec_heads=[0])
+        MultiHeadAttention(H, D_K, terms=[LabelBias({}, ["relative"])])
+    with pytest.raises(ValueError, match="head 1 cannot be both a specialised head and a "
+                                         "specialised head"):
+        MultiHeadAttention(H, D_K, terms=[SpecializedHeads([1]), SpecializedHeads([1, 2])])
+    shared = SpecializedHeads([0])
+    layer = make_layer(LabelBias(LABELS), shared)
+    with pytest.raises(ValueError, match="already belongs to attention layer"):
+        MultiHeadAttention(H, D_K, terms=[shared])
+    with pytest.raises(TypeError, match="expected an AttentionTerm"):
+        MultiHeadAttention(H, D_K, terms=[("spec", [0])])
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     with pytest.raises(ValueError, match=r"needs labels \['tree'\]"):
-        layer(x, labels={"relative": random_labels(rng)["relative"]},
-              spec_inputs=np.zeros((B, S, D_SPEC), "float32"))
-    with pytest.raises(ValueError, match="got no spec_inputs"):
-        layer(x, labels=random_labels(rng))
+        layer(x, term_inputs={"labels": {"relative": random_labels(rng)["relative"]},
+                              "spec_inputs": np.zeros((B, S, D_SPEC), "float32")})
+    with pytest.raises(ValueError, match=r"specialised heads \[0\] but got no spec_inputs"):
+        layer(x, term_inputs={"labels": random_labels(rng)})
+    with pytest.raises(ValueError, match="specialised heads need self-attention, got a memory"):
+        layer(x, x, term_inputs={"labels": random_labels(rng), "spec_inputs": x})
 
 
 def squares_and_parse_logits(_, outputs):
@@ -413,18 +433,19 @@ def squares_and_parse_logits(_, outputs):
 @pytest.mark.parametrize("heads", ["spec_parent", "biaffine_phrase"])
 def test_mixed_precision_forward_and_backward(rng, policy, heads):
     if heads == "spec_parent":
-        config = dict(spec_heads=[1], parse_head=0, parent_scaled_heads=[2])
+        terms = [SpecializedHeads([1]), ParseHead(0), ParentScaledHeads([2])]
         inputs = dict(spec_inputs=rng.normal(size=(B, S, D_SPEC)).astype("float32"),
                       parents=rng.uniform(0, S - 1, (B, S)).astype("float32"))
     else:
-        config = dict(biaffine_head=0, parse_head=0, phrase_heads=[1], phrase_granularities=[1])
+        terms = [ParseHead(0), BiaffineHead(0), PhraseHeads([1], [1])]
         inputs = dict(phrase_memory=rng.normal(size=(B, 2, S, WIDTH)).astype("float32"),
                       phrase_mask=rng.random((B, 2, S)) < 0.8)
-    layer = MultiHeadAttention(H, D_K, label_vocab_sizes=LABELS, value_bias_labels=["tree"],
-                               dtype=policy, **config)
-    layer.build((None, None, WIDTH), spec_inputs_shape=(None, None, D_SPEC))
+    layer = MultiHeadAttention(H, D_K, terms=terms + [LabelBias(LABELS, ["tree"])],
+                               dtype=policy)
+    layer.build((None, None, WIDTH), term_inputs_shape={"spec_inputs": (None, None, D_SPEC)})
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
-    bound = Bound(layer, labels=random_labels(rng), return_probs=True, **inputs)
+    bound = Bound(layer, term_inputs=dict(labels=random_labels(rng), **inputs),
+                  return_probs=True)
     (out, details), _, gradients = value_and_gradients(
         bound, squares_and_parse_logits, x, training=True)
     dtype = keras.backend.standardize_dtype
@@ -437,8 +458,8 @@ def test_mixed_precision_forward_and_backward(rng, policy, heads):
 
 
 def test_xla_forward_and_backward_equal_eager(rng):
-    layer = make_layer(label_vocab_sizes=LABELS, value_bias_labels=["relative", "tree"],
-                       spec_heads=[0], parse_head=1)
+    layer = make_layer(SpecializedHeads([0]), ParseHead(1),
+                       LabelBias(LABELS, ["relative", "tree"]))
     randomize(layer, rng)
     x = rng.normal(size=(B, S, WIDTH)).astype("float32")
     spec = rng.normal(size=(B, S, D_SPEC)).astype("float32")
@@ -451,7 +472,8 @@ def test_xla_forward_and_backward_equal_eager(rng):
         return {"total": ops.sum(out ** 2) + ops.sum(parse_log_probs)}
 
     def step(x, spec, labels):
-        bound = Bound(layer, attention_mask=mask, labels=labels, spec_inputs=spec)
+        bound = Bound(layer, attention_mask=mask,
+                      term_inputs={"labels": labels, "spec_inputs": spec})
         (out, _), _, gradients = value_and_gradients(bound, loss, x)
         return out, gradients
 
@@ -472,3 +494,53 @@ def test_dropout_only_in_training(rng):
     assert np.abs(layer(x, training=True)[0] - layer(x)[0]).max() > 1e-3
 
 
+
+
+# ---------------------------------------------------------------------------
+# A new head kind is a new term: the core needs no change.
+
+
+@keras.saving.register_keras_serializable(package="syntax_t2t_tests")
+class LocalWindow(AttentionTerm):
+    """Heads that see only keys within `width` positions of the query (a mask hook)."""
+
+    kind = "local"
+
+    def __init__(self, heads, width):
+        super().__init__()
+        self._heads, self.width = tuple(heads), int(width)
+
+    @property
+    def heads(self):
+        return self._heads
+
+    def mask(self, call, mask):
+        length = ops.shape(call.query)[1]
+        positions = ops.arange(length)
+        near = ops.abs(positions[:, None] - positions[None, :]) <= self.width
+        local = np.array([h in self._heads for h in range(self.layer.num_heads)])
+        window = ops.where(local[None, :, None, None], near[None, None], True)
+        return window if mask is None else ops.logical_and(mask, window)
+
+    def get_config(self):
+        return {"heads": list(self._heads), "width": self.width}
+
+
+def test_a_term_of_its_own_changes_its_heads_only_and_round_trips(rng):
+    plain = make_layer()
+    randomize(plain, rng)
+    local = make_layer(LocalWindow([1], 1))
+    local.set_weights(plain.get_weights())
+    x = rng.normal(size=(B, S, WIDTH)).astype("float32")
+    _, expected = plain(x, return_probs=True)
+    _, got = local(x, return_probs=True)
+    probs, expected = numpy(got["probs"]), numpy(expected["probs"])
+    far = np.abs(np.arange(S)[:, None] - np.arange(S)[None, :]) > 1
+    assert probs[:, 1][:, far].max() < 1e-6 and expected[:, 1][:, far].max() > 1e-3
+    # Within the window: plain attention renormalised over the near keys.
+    near = np.where(far, 0.0, expected[:, 1])
+    np.testing.assert_allclose(probs[:, 1], near / near.sum(-1, keepdims=True), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(probs[:, [0, 2]], expected[:, [0, 2]], rtol=1e-6, atol=1e-7)
+    clone = MultiHeadAttention.from_config(local.get_config())
+    assert isinstance(clone.terms[0], LocalWindow) and clone.terms[0].width == 1

@@ -11,6 +11,7 @@ from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.data.phrases import ngram_partition
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.attention_terms import ParseHead, PhraseHeads
 from syntax_t2t.layers.phrase_memory import PhraseMemory
 from syntax_t2t.models import mgsa
 
@@ -136,7 +137,7 @@ def test_unigram_max_pooled_phrase_head_equals_word_head(rng):
     x = rng.normal(size=(2, 7, 8)).astype(np.float32)
     valid = np.array(INPUTS) > 0
     words = MultiHeadAttention(4, 2)
-    phrases = MultiHeadAttention(4, 2, phrase_heads=(1, 3), phrase_granularities=(0, 0))
+    phrases = MultiHeadAttention(4, 2, terms=[PhraseHeads((1, 3), (0, 0))])
     words.build(x.shape)
     phrases.build(x.shape)
     phrases.set_weights(words.get_weights())
@@ -144,27 +145,29 @@ def test_unigram_max_pooled_phrase_head_equals_word_head(rng):
     memory, mask = PhraseMemory(8, 1, composition="max")(x, unigrams)
     assert (numpy(mask)[:, 0] == valid).all()
     expected, _ = words(x, attention_mask=valid[:, None, :])
-    got, details = phrases(x, attention_mask=valid[:, None, :], phrase_memory=memory,
-                           phrase_mask=mask, return_probs=True)
+    got, details = phrases(x, attention_mask=valid[:, None, :],
+                           term_inputs={"phrase_memory": memory, "phrase_mask": mask},
+                           return_probs=True)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     # And a bigram memory changes exactly the phrase heads' attention.
     bigrams = np.where(valid, np.arange(7) // 2, -1)[:, None]
     memory, mask = PhraseMemory(8, 1, composition="max")(x, bigrams)
-    _, changed = phrases(x, attention_mask=valid[:, None, :], phrase_memory=memory,
-                         phrase_mask=mask, return_probs=True)
+    _, changed = phrases(x, attention_mask=valid[:, None, :],
+                         term_inputs={"phrase_memory": memory, "phrase_mask": mask},
+                         return_probs=True)
     differs = np.abs(numpy(changed["probs"]) - numpy(details["probs"])).max(axis=(0, 2, 3))
     assert (differs[[0, 2]] == 0).all() and (differs[[1, 3]] > 1e-3).all()
     assert numpy(changed["probs"])[0, 1, 0, 3:].max() < 1e-6  # 5 words: 3 bigrams
 
 
 def test_phrase_heads_need_a_memory():
-    layer = MultiHeadAttention(4, 2, phrase_heads=(1,), phrase_granularities=(0,))
+    layer = MultiHeadAttention(4, 2, terms=[PhraseHeads((1,), (0,))])
     with pytest.raises(ValueError, match="no phrase_memory"):
         layer(np.zeros([1, 3, 8], np.float32))
     with pytest.raises(ValueError, match="one index >= 0 per phrase head"):
-        MultiHeadAttention(4, 2, phrase_heads=(1, 2), phrase_granularities=(0,))
-    with pytest.raises(ValueError, match="phrase head and a"):
-        MultiHeadAttention(4, 2, phrase_heads=(1,), phrase_granularities=(0,), parse_head=1)
+        MultiHeadAttention(4, 2, terms=[PhraseHeads((1, 2), (0,))])
+    with pytest.raises(ValueError, match="head 1 cannot be both a phrase head and a parse head"):
+        MultiHeadAttention(4, 2, terms=[PhraseHeads((1,), (0,)), ParseHead(1)])
 
 
 def test_phrase_tag_loss_against_hand_computation():
@@ -210,7 +213,7 @@ def test_model_reads_the_derived_features_and_refuses_a_batch_without_them():
     assert set(losses) == {"nmt", "phrase_tag", "total"}
     np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.001 * losses["phrase_tag"],
                                rtol=1e-6)
-    assert model.encoder_layers[0].self_attention.phrase_heads == (1, 2, 3)
+    assert model.encoder_layers[0].self_attention.term(PhraseHeads).heads == (1, 2, 3)
     assert not hasattr(model.encoder_layers[1].self_attention, "phrase_memory")
 
 

@@ -11,6 +11,7 @@ from syntax_t2t import registry
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import tree_labels
+from syntax_t2t.layers.attention_terms import LabelBias, ParseHead, SpecializedHeads
 from syntax_t2t.models.dep_parse import DepParse
 from syntax_t2t.models.spec_dep import SpecDep
 from syntax_t2t.models.transformer import shift_right
@@ -151,27 +152,38 @@ def test_tree_model_with_relative_positions_has_both_biases():
     """--model=tree_distance --hparams_set=transformer_relative: '(relative) + TreeDistance'."""
     hp = tiny_hparams(set_name="transformer_relative")
     model = registry.model("tree_distance")(hp, VOCAB_SIZES)
-    attention = model.encoder_layers[0].self_attention
+    attention = label_bias(model.encoder_layers[0])
     assert attention.label_vocab_sizes == {
         "relative": 41, "tree_distance": tree_labels.tree_distance_label_count(3)}
-    assert model.decoder_layers[0].self_attention.label_vocab_sizes == {"relative": 41}
+    assert label_bias(model.decoder_layers[0]).label_vocab_sizes == {"relative": 41}
     assert model.position_encoding is None
     # T2T 1.5.6's relative attention (the thesis's baseline) embeds values too; the
     # tree labels only with tree_value_bias.
     assert attention.value_bias_labels == ("relative",)
-    assert model.decoder_layers[0].self_attention.value_bias_labels == ("relative",)
+    assert label_bias(model.decoder_layers[0]).value_bias_labels == ("relative",)
     hp = tiny_hparams("tree_value_bias=true", set_name="transformer_relative")
     model = registry.model("tree_distance")(hp, VOCAB_SIZES)
-    assert model.encoder_layers[1].self_attention.value_bias_labels == ("relative",
-                                                                        "tree_distance")
-    assert model.decoder_layers[0].self_attention.value_bias_labels == ("relative",)
-    values = build("tree_traversal", "tree_value_bias=true").encoder_layers[0].self_attention
+    assert label_bias(model.encoder_layers[1]).value_bias_labels == ("relative",
+                                                                     "tree_distance")
+    assert label_bias(model.decoder_layers[0]).value_bias_labels == ("relative",)
+    values = label_bias(build("tree_traversal", "tree_value_bias=true").encoder_layers[0])
     assert values.value_bias_labels == ("tree_traversal",)
+
+
+def label_bias(block):
+    """The `LabelBias` term of a block's self-attention."""
+    return block.self_attention.term(LabelBias)
+
+
+def heads_of(block, kind):
+    """The heads of the block's self-attention term of class `kind`, () without one."""
+    term = block.self_attention.term(kind)
+    return () if term is None else term.heads
 
 
 def test_spec_heads_sit_in_the_chosen_layer():
     model = build("spec_dep", "spec_layer=1,spec_heads=[1]")
-    assert [layer.self_attention.spec_heads for layer in model.encoder_layers] == [(), (1,)]
+    assert [heads_of(layer, SpecializedHeads) for layer in model.encoder_layers] == [(), (1,)]
 
 
 @pytest.mark.parametrize("name", ["dep_parse", "diagonal_parse"])
@@ -286,10 +298,10 @@ def build_everything(policy="float32"):
 
 def test_syntax_options_combine():
     model = build_everything()
-    attention = model.encoder_layers[0].self_attention
-    assert attention.label_vocab_sizes == {
+    assert label_bias(model.encoder_layers[0]).label_vocab_sizes == {
         "relative": 5, "tree_traversal": tree_labels.tree_traversal_label_count(3)}
-    assert attention.spec_heads == (1,) and attention.parse_head == 0
+    assert heads_of(model.encoder_layers[0], SpecializedHeads) == (1,)
+    assert heads_of(model.encoder_layers[0], ParseHead) == (0,)
     assert model.train_features == {"inputs", "targets", "src_heads", "src_deprel"}
     features = make_batch()
     outputs = model(features)

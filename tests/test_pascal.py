@@ -17,6 +17,7 @@ from syntax_t2t.data import subword_syntax
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import masks, parent_scaling
 from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.attention_terms import ParentScaledHeads
 from syntax_t2t.training.schedules import NoamSchedule
 
 pytestmark = pytest.mark.backends
@@ -51,8 +52,9 @@ def random_heads(rng, n):
     return heads
 
 
-def make_layer(rng, **kwargs):
-    layer = MultiHeadAttention(H, D_K, **kwargs)
+def make_layer(rng, heads, **options):
+    """A layer with `ParentScaledHeads(heads, **options)` and random weights."""
+    layer = MultiHeadAttention(H, D_K, terms=[ParentScaledHeads(heads, **options)])
     layer.build((None, None, WIDTH))
     for weight in layer.weights:
         weight.assign(rng.normal(0, 0.5, weight.shape).astype("float32"))
@@ -174,57 +176,62 @@ def batch_of_different_lengths(rng):
 
 
 def test_scaled_heads_get_their_own_sentences_parents_under_padding(rng):
-    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_variance=2.0)
+    layer = make_layer(rng, SCALED, variance=2.0)
     x, ids, parents = batch_of_different_lengths(rng)
     mask = masks.key_padding_mask(ids)
-    _, details = layer(x, attention_mask=mask, parents=parents, return_probs=True)
+    _, details = layer(x, attention_mask=mask, term_inputs={"parents": parents},
+                       return_probs=True)
     probs = to_numpy(details["probs"])
     for row, length in enumerate(LENGTHS):
         expected = naive_probs(layer, x[row], length, parents[row], SCALED, 2.0)
         np.testing.assert_allclose(probs[row, :, :length, :length], expected, rtol=1e-4, atol=1e-6)
         assert np.all(probs[row, :, :length, length:] < 1e-6)
         # The same sentence alone, without padding, attends the same way.
-        _, alone = layer(x[row:row + 1, :length], parents=parents[row:row + 1, :length],
+        _, alone = layer(x[row:row + 1, :length],
+                         term_inputs={"parents": parents[row:row + 1, :length]},
                          return_probs=True)
         np.testing.assert_allclose(alone["probs"][0], expected, rtol=1e-4, atol=1e-6)
 
 
 def test_only_the_chosen_heads_read_parents(rng):
-    layer = make_layer(rng, parent_scaled_heads=SCALED)
+    layer = make_layer(rng, SCALED)
     x, ids, parents = batch_of_different_lengths(rng)
     mask = masks.key_padding_mask(ids)
-    _, first = layer(x, attention_mask=mask, parents=parents, return_probs=True)
-    _, moved = layer(x, attention_mask=mask, parents=parents + 2.0, return_probs=True)
+    _, first = layer(x, attention_mask=mask, term_inputs={"parents": parents}, return_probs=True)
+    _, moved = layer(x, attention_mask=mask, term_inputs={"parents": parents + 2.0},
+                     return_probs=True)
     for head in range(H):
         same = np.allclose(first["probs"][:, head], moved["probs"][:, head])
         assert same == (head not in SCALED)
 
 
 def test_ignoring_every_parent_gives_plain_heads(rng):
-    scaled = make_layer(rng, parent_scaled_heads=SCALED, parent_ignoring=1.0)
+    scaled = make_layer(rng, SCALED, ignoring=1.0)
     plain = MultiHeadAttention(H, D_K)
     plain.build((None, None, WIDTH))
     plain.set_weights(scaled.get_weights())
     x, ids, parents = batch_of_different_lengths(rng)
     mask = masks.key_padding_mask(ids)
-    trained, _ = scaled(x, attention_mask=mask, parents=parents, training=True)
+    trained, _ = scaled(x, attention_mask=mask, term_inputs={"parents": parents}, training=True)
     expected, _ = plain(x, attention_mask=mask, training=True)
     np.testing.assert_allclose(trained, expected, rtol=1e-5, atol=1e-6)
     # Outside training nothing is ignored.
-    inferred, _ = scaled(x, attention_mask=mask, parents=parents)
+    inferred, _ = scaled(x, attention_mask=mask, term_inputs={"parents": parents})
     assert not np.allclose(inferred, expected, atol=1e-4)
 
 
 def test_partial_ignoring_switches_whole_rows_in_training_only(rng):
-    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_ignoring=0.5, seed=11)
+    layer = make_layer(rng, SCALED, ignoring=0.5, seed=11)
     plain = MultiHeadAttention(H, D_K)
     plain.build((None, None, WIDTH))
     plain.set_weights(layer.get_weights())
     x, ids, parents = batch_of_different_lengths(rng)
     mask = masks.key_padding_mask(ids)
-    _, scaled = layer(x, attention_mask=mask, parents=parents, return_probs=True)
+    inputs = {"parents": parents}
+    _, scaled = layer(x, attention_mask=mask, term_inputs=inputs, return_probs=True)
     _, unscaled = plain(x, attention_mask=mask, return_probs=True)
-    _, trained = layer(x, attention_mask=mask, parents=parents, return_probs=True, training=True)
+    _, trained = layer(x, attention_mask=mask, term_inputs=inputs, return_probs=True,
+                       training=True)
     got = to_numpy(trained["probs"])[:, list(SCALED)]
     as_scaled = np.all(np.isclose(got, to_numpy(scaled["probs"])[:, list(SCALED)], atol=1e-6), -1)
     as_plain = np.all(np.isclose(got, to_numpy(unscaled["probs"])[:, list(SCALED)], atol=1e-6), -1)
@@ -236,19 +243,19 @@ def test_partial_ignoring_switches_whole_rows_in_training_only(rng):
 
 def test_parent_scaling_errors(rng):
     with pytest.raises(ValueError, match="head 4 does not exist"):
-        MultiHeadAttention(H, D_K, parent_scaled_heads=[4])
+        MultiHeadAttention(H, D_K, terms=[ParentScaledHeads([4])])
     with pytest.raises(ValueError, match="parent_variance must be positive"):
-        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_variance=0.0)
+        MultiHeadAttention(H, D_K, terms=[ParentScaledHeads([0], variance=0.0)])
     with pytest.raises(ValueError, match="parent_ignoring is a probability"):
-        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_ignoring=1.5)
-    layer = make_layer(rng, parent_scaled_heads=[0])
+        MultiHeadAttention(H, D_K, terms=[ParentScaledHeads([0], ignoring=1.5)])
+    layer = make_layer(rng, [0])
     x = np.zeros((1, 3, WIDTH), np.float32)
     with pytest.raises(ValueError, match="got no parents"):
         layer(x)
     with pytest.raises(ValueError, match="without a memory or a cache"):
-        layer(x, x, parents=np.zeros((1, 3), np.float32))
+        layer(x, x, term_inputs={"parents": np.zeros((1, 3), np.float32)})
     config = layer.get_config()
-    assert MultiHeadAttention.from_config(config).parent_scaled_heads == (0,)
+    assert MultiHeadAttention.from_config(config).term(ParentScaledHeads).heads == (0,)
 
 
 # ---------------------------------------------------------------------------
@@ -280,8 +287,8 @@ def test_pascal_adds_no_weights():
 
 def test_pascal_scales_the_chosen_heads_of_the_chosen_layer():
     model = registry.model("pascal")(tiny_hparams("pascal_layer=1,pascal_heads=3"), VOCAB_SIZES)
-    assert model.encoder_layers[0].self_attention.parent_scaled_heads == ()
-    assert model.encoder_layers[1].self_attention.parent_scaled_heads == (0, 1, 2)
+    assert model.encoder_layers[0].self_attention.term(ParentScaledHeads) is None
+    assert model.encoder_layers[1].self_attention.term(ParentScaledHeads).heads == (0, 1, 2)
     features = model_batch()
     first = model(features, return_attention=True)["attention"]
     moved = dict(features, src_heads=ints([[0, 1, 2, 3, -1, -1], [2, 0, -1, -1, -1, -1]]))
@@ -400,7 +407,7 @@ def naive_parent_only_probs(layer, x, length, spans, scaled_heads):
 
 
 def test_parent_only_heads_equal_the_naive_computation(rng):
-    layer = make_layer(rng, parent_scaled_heads=SCALED, parent_weighting="parent_only")
+    layer = make_layer(rng, SCALED, weighting="parent_only")
     x, ids, _ = batch_of_different_lengths(rng)
     spans = np.zeros(ids.shape + (2,), np.float32)
     for row, length in enumerate(LENGTHS):
@@ -408,26 +415,29 @@ def test_parent_only_heads_equal_the_naive_computation(rng):
         spans[row, :length] = np.stack([first, np.minimum(first + rng.integers(0, 2, length),
                                                           length - 1)], -1)
         spans[row, length:] = np.arange(length, ids.shape[1])[:, None]
-    _, details = layer(x, attention_mask=masks.key_padding_mask(ids), parents=spans, return_probs=True)
+    _, details = layer(x, attention_mask=masks.key_padding_mask(ids),
+                       term_inputs={"parents": spans}, return_probs=True)
     for row, length in enumerate(LENGTHS):
         expected = naive_parent_only_probs(layer, x[row], length, spans[row], SCALED)
         np.testing.assert_allclose(details["probs"][row, :, :length, :length], expected,
                                    rtol=1e-4, atol=1e-6)
     # The Gaussian on the same weights differs: the option is not ignored.
-    gaussian = make_layer(rng, parent_scaled_heads=SCALED)
+    gaussian = make_layer(rng, SCALED)
     gaussian.set_weights(layer.get_weights())
-    _, other = gaussian(x, attention_mask=masks.key_padding_mask(ids), parents=spans, return_probs=True)
+    _, other = gaussian(x, attention_mask=masks.key_padding_mask(ids),
+                        term_inputs={"parents": spans}, return_probs=True)
     assert not np.allclose(other["probs"][:, SCALED[0]], details["probs"][:, SCALED[0]], atol=1e-4)
     config = layer.get_config()
-    assert MultiHeadAttention.from_config(config).parent_weighting == "parent_only"
+    assert MultiHeadAttention.from_config(config).term(ParentScaledHeads).weighting == "parent_only"
 
 
 def test_parent_only_needs_spans_and_a_known_weighting(rng):
-    layer = make_layer(rng, parent_scaled_heads=[0], parent_weighting="parent_only")
+    layer = make_layer(rng, [0], weighting="parent_only")
     with pytest.raises(ValueError, match="parent_only weighting needs the spans"):
-        layer(np.zeros((1, 3, WIDTH), np.float32), parents=np.zeros((1, 3), np.float32))
+        layer(np.zeros((1, 3, WIDTH), np.float32),
+              term_inputs={"parents": np.zeros((1, 3), np.float32)})
     with pytest.raises(ValueError, match="parent_weighting must be one of gaussian, parent_only"):
-        MultiHeadAttention(H, D_K, parent_scaled_heads=[0], parent_weighting="uniform")
+        MultiHeadAttention(H, D_K, terms=[ParentScaledHeads([0], weighting="uniform")])
     with pytest.raises(HParamsError, match="pascal_weighting='uniform'"):
         registry.model("pascal")(tiny_hparams("pascal_weighting=uniform"), VOCAB_SIZES)
 
@@ -445,7 +455,7 @@ def test_the_parent_only_model_scales_by_parent_words_and_decodes():
     model = registry.model("pascal")(
         tiny_hparams("pascal_weighting=parent_only,source_word_positions=true,pascal_heads=1"),
         VOCAB_SIZES)
-    assert model.encoder_layers[0].self_attention.parent_weighting == "parent_only"
+    assert model.encoder_layers[0].self_attention.term(ParentScaledHeads).weighting == "parent_only"
     features = dict(model_batch(), src_word_position=ints(
         [[1, 2, 2, 3, 0, 0], [1, 1, 0, 0, 0, 0]]))
     features["src_heads"] = ints([[2, 0, 0, 2, -1, -1], [0, 0, -1, -1, -1, -1]])

@@ -15,6 +15,7 @@ from syntax_t2t.data import subword_syntax
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import masks
 from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.attention_terms import BiaffineHead, ParseHead, SpecializedHeads
 from syntax_t2t.layers.biaffine import BiaffineScorer
 from syntax_t2t.models.sisa import parent_targets
 
@@ -76,7 +77,7 @@ def test_biaffine_scorer_equals_the_formula(rng):
 
 
 def test_biaffine_head_scores_with_the_scorer_and_keeps_other_heads_plain(rng):
-    layer = MultiHeadAttention(H, D_K, biaffine_head=1, parse_head=1, biaffine_size=6)
+    layer = MultiHeadAttention(H, D_K, terms=[ParseHead(1), BiaffineHead(1, size=6)])
     layer.build((None, None, WIDTH))
     randomize(layer, rng)
     weights = named(layer)
@@ -104,10 +105,11 @@ def test_biaffine_head_scores_with_the_scorer_and_keeps_other_heads_plain(rng):
         expected = np.exp(scores[:, :length] - scores[:, :length].max(-1, keepdims=True))
         np.testing.assert_allclose(probs[b, 1, :, :length],
                                    expected / expected.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="both a specialised and the bi-affine head"):
-        MultiHeadAttention(H, D_K, spec_heads=[1], biaffine_head=1)
+    with pytest.raises(ValueError, match="both a specialised head and a bi-affine head"):
+        MultiHeadAttention(H, D_K, terms=[SpecializedHeads([1]), BiaffineHead(1)])
     config = layer.get_config()
-    assert MultiHeadAttention.from_config(config).biaffine_head == 1
+    clone = MultiHeadAttention.from_config(config).term(BiaffineHead)
+    assert (clone.head, clone.size) == (1, 6)
 
 
 def test_parent_targets_point_rows_at_first_subwords_of_parents():
@@ -146,8 +148,8 @@ def test_sisa_loss_is_the_row_cross_entropy_against_parents():
     model = registry.model("sisa")(tiny_hparams("sisa_layer=1,sisa_head=1,sisa_loss_weight=0.5"),
                                    VOCAB_SIZES)
     attention = model.encoder_layers[1].self_attention
-    assert attention.biaffine_head == 1 and attention.parse_head == 1
-    assert model.encoder_layers[0].self_attention.biaffine is None
+    assert attention.term(BiaffineHead).head == 1 and attention.term(ParseHead).head == 1
+    assert model.encoder_layers[0].self_attention.term(BiaffineHead) is None
     features = model_batch()
     outputs = model(features)
     assert "parse_logits" not in outputs and outputs["sisa_logits"].shape == (2, 6, 6)

@@ -300,7 +300,7 @@ def test_relative_set_embeds_relative_positions_in_keys_and_values(rng):
     length, k, depth = 6, 2, 8
     x = rng.normal(size=(1, length, 16)).astype("float32")
     labels = np.clip(np.arange(length)[None, :] - np.arange(length)[:, None], -k, k) + k
-    got, _ = layer(x, labels={"relative": labels})
+    got, _ = layer(x, term_inputs={"labels": {"relative": labels}})
     expected = np.zeros((length, 16))
     for h in range(2):
         q = x[0] @ w["query_kernel"][:, h]

@@ -17,12 +17,13 @@ what an encoder or decoder layer computes is refused.
 from typing import Optional
 
 from syntax_t2t.data.derived_features import decoding_derived_features
+from syntax_t2t.layers.attention_terms import LabelBias, ParseHead
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.models.transformer import RELATIVE, Transformer
 
 #: Transformer methods whose override changes the inference graph.
 _GRAPH_METHODS = ("embed_source", "encode", "source_labels", "spec_inputs", "source_parents",
-                  "encoder_layer_inputs", "decode", "decoder_states", "decode_step",
+                  "encoder_attention_inputs", "encoder_layer_inputs", "decode", "decoder_states", "decode_step",
                   "decoder_step_states", "decoder_memory", "initial_decoder_cache",
                   "output_logits", "source_embedding_size", "target_embedding_size")
 
@@ -63,11 +64,10 @@ def ctranslate2_refusal(model) -> Optional[str]:
     for index, layer in enumerate(model.encoder_layers):
         if type(layer) is not TransformerEncoderLayer:
             return f"encoder layer {index} of model {name} is a {type(layer).__name__}"
-        special = [kind for kind, heads in (
-            ("specialised heads", layer.spec_heads),
-            ("parent-scaled heads", layer.parent_scaled_heads),
-            ("a bi-affine head", () if layer.biaffine_head is None else (layer.biaffine_head,)))
-            if heads]
+        # Label biases (relative positions only, by now) and a parse head, which
+        # only reports its logits, leave CTranslate2's attention as it is.
+        special = [term.describe() for term in layer.self_attention.terms
+                   if not isinstance(term, (LabelBias, ParseHead))]
         if special:
             return f"encoder layer {index} of model {name} has {', '.join(special)}"
     hparams = model.hparams
@@ -78,8 +78,8 @@ def ctranslate2_refusal(model) -> Optional[str]:
     epsilons = {layer.layer_norm_epsilon for layer in model.encoder_layers + model.decoder_layers}
     if len(epsilons) > 1:
         return f"layer norms of different epsilons {sorted(epsilons)}"
-    labels = {label for layer in model.decoder_layers
-              for label in layer.self_attention.label_vocab_sizes}
+    labels = {label for layer in model.decoder_layers for term in layer.self_attention.terms
+              if isinstance(term, LabelBias) for label in term.label_vocab_sizes}
     if labels - {RELATIVE}:
         return f"decoder attention biased by labels {sorted(labels - {RELATIVE})}"
     return None

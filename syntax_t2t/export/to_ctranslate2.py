@@ -34,6 +34,7 @@ empty translation): pass `min_decoding_length=0` to match.
 import numpy as np
 
 from syntax_t2t.data.vocab import EOS, PAD, ROOT, UNK
+from syntax_t2t.layers.attention_terms import LabelBias
 from syntax_t2t.layers.position_encoding import sinusoidal_signal
 from syntax_t2t.models.transformer import RELATIVE
 
@@ -73,8 +74,9 @@ def _set_attention(spec, attention, self_attention):
         _set_linear(spec.linear[1], np.concatenate([keys, values], axis=1))
     _set_linear(spec.linear[-1], output.reshape(-1, output.shape[-1]))
     if hasattr(spec, "relative_position_keys"):
-        key_table = _numpy(attention.key_label_tables[RELATIVE])
-        value_table = attention.value_label_tables.get(RELATIVE)
+        label_bias = attention.term(LabelBias)
+        key_table = _numpy(label_bias.key_tables[RELATIVE])
+        value_table = label_bias.value_tables.get(RELATIVE)
         spec.relative_position_keys = key_table
         spec.relative_position_values = (np.zeros_like(key_table) if value_table is None
                                          else _numpy(value_table))

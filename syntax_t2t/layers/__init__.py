@@ -1,7 +1,9 @@
 """Keras layers of the Transformer and its syntax-aware variants, one per file.
 
-`tree_labels` and `label_bias` are the tensor functions behind the label
-biases; `masks` builds boolean attention masks.
+`attention.py` is the attention core; each syntax variant of attention is a
+term in its own file of `attention_terms/`. `tree_labels` and `label_bias`
+are the tensor functions behind the label biases; `masks` builds boolean
+attention masks.
 """
 
 from syntax_t2t.layers.attention import MultiHeadAttention

@@ -8,7 +8,8 @@ feed-forward layer once as a dependent and once as a candidate head, and
 
 scores token j as the head of token t. The appended 1 gives every candidate
 head a learned prior `u^T head_j` besides the bilinear term.
-`MultiHeadAttention(biaffine_head=h)` uses these scores as the logits of head h.
+The attention term `BiaffineHead(h)` (`layers/attention_terms/biaffine_head.py`)
+uses these scores as the logits of head h.
 """
 
 import keras

@@ -1,12 +1,13 @@
 """One decoder block of T2T's Transformer, with a key/value cache for decoding."""
 
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import keras
 
 from syntax_t2t.backend import Tensor
 
 from syntax_t2t.layers.attention import MultiHeadAttention
+from syntax_t2t.layers.attention_terms import serialize_term
 from syntax_t2t.layers.feed_forward import FeedForward
 
 
@@ -27,19 +28,17 @@ class TransformerDecoderLayer(keras.layers.Layer):
         attention_dropout: dropout on attention probabilities.
         relu_dropout: dropout inside the feed-forward block.
         residual_dropout: dropout on each sublayer output before the residual sum.
-        label_vocab_sizes: label biases of the self-attention (T2T's
-            `transformer_relative` gives the decoder relative positions too).
-        value_bias_labels: see `MultiHeadAttention`.
+        self_attention_terms: `AttentionTerm`s of the self-attention (T2T's
+            `transformer_relative` gives the decoder relative positions, a
+            `LabelBias`); they read `labels` only (see `call`).
         layer_norm_epsilon: T2T uses 1e-6.
         **kwargs: `keras.layers.Layer` arguments.
     """
 
     def __init__(self, hidden_size: int, filter_size: int, num_heads: int,
                  attention_dropout: float = 0.0, relu_dropout: float = 0.0,
-                 residual_dropout: float = 0.0,
-                 label_vocab_sizes: Optional[Mapping[str, int]] = None,
-                 value_bias_labels: Sequence[str] = (), layer_norm_epsilon: float = 1e-6,
-                 **kwargs):
+                 residual_dropout: float = 0.0, self_attention_terms: Sequence[Any] = (),
+                 layer_norm_epsilon: float = 1e-6, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
@@ -49,8 +48,6 @@ class TransformerDecoderLayer(keras.layers.Layer):
         self.attention_dropout = float(attention_dropout)
         self.relu_dropout = float(relu_dropout)
         self.residual_dropout = float(residual_dropout)
-        self.label_vocab_sizes = dict(label_vocab_sizes or {})
-        self.value_bias_labels = tuple(value_bias_labels)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         policy, key_dim = self.dtype_policy, hidden_size // num_heads
 
@@ -60,8 +57,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
 
         self.self_attention_norm = norm("self_attention_norm")
         self.self_attention = MultiHeadAttention(
-            num_heads, key_dim, dropout=attention_dropout,
-            label_vocab_sizes=self.label_vocab_sizes, value_bias_labels=self.value_bias_labels,
+            num_heads, key_dim, dropout=attention_dropout, terms=self_attention_terms,
             dtype=policy, name="self_attention")
         self.cross_attention_norm = norm("cross_attention_norm")
         self.cross_attention = MultiHeadAttention(
@@ -100,7 +96,8 @@ class TransformerDecoderLayer(keras.layers.Layer):
             self_attention_mask: bool broadcastable to [B, T, T_keys]
                 (causal, see `masks.causal_mask`).
             memory_mask: bool broadcastable to [B, T, S] (source padding).
-            labels: label ids of the self-attention's label biases.
+            labels: label ids of the self-attention's label biases (its
+                terms' `"labels"` input).
             self_attention_cache: `(keys, values)` [B, H, T_max, d], with
                 `cache_update_index`, for incremental decoding.
             cache_update_index: int32 scalar, the position of `inputs[:, 0]`.
@@ -115,7 +112,8 @@ class TransformerDecoderLayer(keras.layers.Layer):
             raise ValueError(f"decoder layer {self.name!r} needs a memory or a memory_cache")
         attended, self_details = self.self_attention(
             self.self_attention_norm(inputs), attention_mask=self_attention_mask,
-            labels=labels, cache=self_attention_cache, cache_update_index=cache_update_index,
+            term_inputs=None if labels is None else {"labels": labels},
+            cache=self_attention_cache, cache_update_index=cache_update_index,
             training=training)
         x = inputs + self.residual_dropout_layer(attended, training=training)
         attended, _ = self.cross_attention(
@@ -135,7 +133,6 @@ class TransformerDecoderLayer(keras.layers.Layer):
             hidden_size=self.hidden_size, filter_size=self.filter_size,
             num_heads=self.num_heads, attention_dropout=self.attention_dropout,
             relu_dropout=self.relu_dropout, residual_dropout=self.residual_dropout,
-            label_vocab_sizes=dict(self.label_vocab_sizes),
-            value_bias_labels=list(self.value_bias_labels),
+            self_attention_terms=[serialize_term(term) for term in self.self_attention.terms],
             layer_norm_epsilon=self.layer_norm_epsilon)
         return config

@@ -1,12 +1,15 @@
 """An encoder block with multi-granularity self-attention (MG-SA; Hao et al. 2019).
 
-The block of `encoder_layer.py` whose self-attention has phrase heads: a
-`PhraseMemory` composes the phrases of every granularity from the same
-normalised input the attention reads (H in the seed's eq. 4), and the
-attention layer's phrase heads take their keys and values from it.
+The block of `encoder_layer.py` with a `PhraseMemory`: it composes the
+phrases of every granularity from the same normalised input the attention
+reads (H in the seed's eq. 4), and hands them to the attention as the
+`"phrase_memory"` and `"phrase_mask"` inputs of its `PhraseHeads` term
+(`layers/attention_terms/phrase_heads.py`).
 """
 
-from syntax_t2t.layers.attention import MultiHeadAttention
+from typing import Any, Mapping, Optional
+
+from syntax_t2t.backend import Tensor
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.layers.phrase_memory import PhraseMemory
 
@@ -16,14 +19,12 @@ class MultiGranularityEncoderLayer(TransformerEncoderLayer):
 
     Args:
         hidden_size, filter_size, num_heads: see `TransformerEncoderLayer`.
-        phrase_heads: the heads attending over phrases.
-        phrase_granularities: for each phrase head, its granularity g (the
-            row of `phrase_ids`).
         num_granularities: G, the rows of `phrase_ids`.
         composition: `PhraseMemory` composition.
         interaction: `PhraseMemory` interaction.
         chunk_size: ON-LSTM chunk size.
-        **kwargs: every other `TransformerEncoderLayer` argument.
+        **kwargs: every other `TransformerEncoderLayer` argument; its
+            `attention_terms` include a `PhraseHeads`.
     """
 
     #: Batch-derived inputs `Transformer.encode` passes to this layer.
@@ -31,39 +32,33 @@ class MultiGranularityEncoderLayer(TransformerEncoderLayer):
     #: Details `Transformer.encode` collects from this layer.
     extra_outputs = ("phrase_memory", "phrase_mask", "phrase_composition")
 
-    def __init__(self, hidden_size, filter_size, num_heads, *, phrase_heads, phrase_granularities,
-                 num_granularities, composition="attention", interaction="none", chunk_size=8,
-                 **kwargs):
+    def __init__(self, hidden_size: int, filter_size: int, num_heads: int, *,
+                 num_granularities: int, composition: str = "attention",
+                 interaction: str = "none", chunk_size: int = 8, **kwargs):
         super().__init__(hidden_size, filter_size, num_heads, **kwargs)
-        self.phrase_heads = tuple(int(h) for h in phrase_heads)
-        self.phrase_granularities = tuple(int(g) for g in phrase_granularities)
         self.num_granularities = int(num_granularities)
         self.composition = composition
         self.interaction = interaction
         self.chunk_size = int(chunk_size)
-        # The block's attention, with the same configuration plus the phrase heads.
-        config = self.self_attention.get_config()
-        config.update(phrase_heads=self.phrase_heads,
-                      phrase_granularities=self.phrase_granularities)
-        self.self_attention = MultiHeadAttention.from_config(config)
         self.phrase_memory = PhraseMemory(
             hidden_size, num_granularities, composition=composition, interaction=interaction,
             chunk_size=chunk_size, dtype=self.dtype_policy, name="phrase_memory")
 
-    def build(self, inputs_shape, spec_inputs_shape=None):
-        super().build(inputs_shape, spec_inputs_shape=spec_inputs_shape)
+    def build(self, inputs_shape, attention_inputs_shape=None):
+        super().build(inputs_shape, attention_inputs_shape=attention_inputs_shape)
         self.phrase_memory.build(inputs_shape)
 
-    def call(self, inputs, *, phrase_ids, attention_mask=None, labels=None, spec_inputs=None,
-             parents=None, return_probs=False, training=False):
+    def call(self, inputs: Tensor, *, phrase_ids: Tensor, attention_mask: Optional[Tensor] = None,
+             attention_inputs: Optional[Mapping[str, Any]] = None, return_probs: bool = False,
+             training: bool = False) -> tuple:
         """Runs the block.
 
         Args:
             inputs: [B, S, D].
             phrase_ids: int [B, G, S], each token's phrase per granularity, -1
                 for none.
-            attention_mask, labels, spec_inputs, parents, return_probs,
-                training: see `TransformerEncoderLayer.call`.
+            attention_mask, attention_inputs, return_probs, training: see
+                `TransformerEncoderLayer.call`.
 
         Returns:
             `(outputs [B, S, D], details)`: the self-attention's details plus
@@ -75,18 +70,17 @@ class MultiGranularityEncoderLayer(TransformerEncoderLayer):
         memory, mask, composition = self.phrase_memory(normalised, phrase_ids, training=training,
                                                        return_composition=True)
         attended, details = self.self_attention(
-            normalised, attention_mask=attention_mask, labels=labels, spec_inputs=spec_inputs,
-            parents=parents, phrase_memory=memory, phrase_mask=mask, return_probs=return_probs,
-            training=training)
+            normalised, attention_mask=attention_mask,
+            term_inputs={**(attention_inputs or {}), "phrase_memory": memory,
+                         "phrase_mask": mask},
+            return_probs=return_probs, training=training)
         details.update(phrase_memory=memory, phrase_mask=mask, phrase_composition=composition)
         x = inputs + self.residual_dropout_layer(attended, training=training)
         transformed = self.feed_forward(self.feed_forward_norm(x), training=training)
         return x + self.residual_dropout_layer(transformed, training=training), details
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
-        config.update(phrase_heads=list(self.phrase_heads),
-                      phrase_granularities=list(self.phrase_granularities),
-                      num_granularities=self.num_granularities, composition=self.composition,
+        config.update(num_granularities=self.num_granularities, composition=self.composition,
                       interaction=self.interaction, chunk_size=self.chunk_size)
         return config

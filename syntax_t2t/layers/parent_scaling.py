@@ -10,8 +10,8 @@ token's dependency parent before the softmax (seed eq. 4-6):
 `p_t` is the *middle position* of the subwords of token t's parent word; a
 word attached to ROOT is its own parent (`data/subword_syntax.py` gives the
 numpy version of this rule; `parent_positions` computes it on the device
-from the batch). D has no parameters: `MultiHeadAttention` applies it to the
-heads listed in its `parent_scaled_heads`.
+from the batch). D has no parameters: the attention term `ParentScaledHeads`
+(`layers/attention_terms/parent_scaled_heads.py`) applies it to its heads.
 
 Table 7b's "parent-only" row, "where weights are only placed on parents",
 replaces the density by D[t, j] = 1 when key j is a subword of t's parent

@@ -53,6 +53,7 @@ from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencie
 from syntax_t2t.data.derived_features import DerivedFeatures, require_derived
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
+from syntax_t2t.layers.attention_terms import AttentionTerm, PhraseHeads
 from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
 from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
 from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
@@ -266,15 +267,20 @@ class MultiGranularitySelfAttention(Transformer):
             return MultiGranularityEncoderLayer
         return super().encoder_layer_class(layer_index)
 
-    def encoder_attention_options(self, layer_index):
-        options = super().encoder_attention_options(layer_index)
+    def encoder_attention_terms(self, layer_index: int) -> list[AttentionTerm]:
+        terms = super().encoder_attention_terms(layer_index)
+        if layer_index in self.hparams.mgsa_layers:
+            hp = self.hparams
+            terms.append(PhraseHeads(*phrase_head_groups(hp.num_heads, hp.mgsa_word_heads,
+                                                         self.num_granularities)))
+        return terms
+
+    def encoder_layer_options(self, layer_index: int) -> dict:
+        options = super().encoder_layer_options(layer_index)
         if layer_index not in self.hparams.mgsa_layers:
             return options
         hp = self.hparams
-        heads, granularities = phrase_head_groups(hp.num_heads, hp.mgsa_word_heads,
-                                                  self.num_granularities)
-        return {**options, "phrase_heads": heads, "phrase_granularities": granularities,
-                "num_granularities": self.num_granularities,
+        return {**options, "num_granularities": self.num_granularities,
                 "composition": hp.mgsa_composition, "interaction": hp.mgsa_interaction or "none",
                 "chunk_size": hp.mgsa_chunk_size}
 

@@ -24,6 +24,7 @@ from keras import ops
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers import parent_scaling
+from syntax_t2t.layers.attention_terms import AttentionTerm, ParentScaledHeads
 from syntax_t2t.models import word_positions
 from syntax_t2t.models.losses import Tensor
 from syntax_t2t.models.transformer import Features, Transformer
@@ -61,15 +62,14 @@ class Pascal(Transformer):
         if not 0.0 <= hp.parent_ignoring <= 1.0:
             raise HParamsError(f"parent_ignoring={hp.parent_ignoring} is a probability in [0, 1]")
 
-    def encoder_attention_options(self, layer_index: int) -> dict:
-        options = super().encoder_attention_options(layer_index)
+    def encoder_attention_terms(self, layer_index: int) -> list[AttentionTerm]:
+        terms = super().encoder_attention_terms(layer_index)
         hp = self.hparams
         if layer_index == hp.pascal_layer:
-            options.update(parent_scaled_heads=tuple(range(hp.pascal_heads)),
-                           parent_variance=hp.pascal_variance,
-                           parent_weighting=self.parent_weighting,
-                           parent_ignoring=hp.parent_ignoring)
-        return options
+            terms.append(ParentScaledHeads(range(hp.pascal_heads), variance=hp.pascal_variance,
+                                           weighting=self.parent_weighting,
+                                           ignoring=hp.parent_ignoring))
+        return terms
 
     @property
     def parent_weighting(self) -> str:

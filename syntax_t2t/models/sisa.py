@@ -24,6 +24,7 @@ from keras import ops
 
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.layers.attention_terms import AttentionTerm, BiaffineHead
 from syntax_t2t.models import word_positions
 from syntax_t2t.models.losses import Tensor
 from syntax_t2t.models.parse_head import SupervisedHeadLosses, check_parse_loss_hparams
@@ -79,12 +80,12 @@ class Sisa(SupervisedHeadLosses, Transformer):
             raise HParamsError(f"sisa_loss_weight={hp.sisa_loss_weight} must be >= 0")
         check_parse_loss_hparams(hp)
 
-    def encoder_attention_options(self, layer_index: int) -> dict:
-        options = super().encoder_attention_options(layer_index)
+    def encoder_attention_terms(self, layer_index: int) -> list[AttentionTerm]:
+        terms = super().encoder_attention_terms(layer_index)
         hp = self.hparams
         if layer_index == hp.sisa_layer:
-            options.update(biaffine_head=hp.sisa_head, biaffine_size=hp.sisa_size or None)
-        return options
+            terms.append(BiaffineHead(hp.sisa_head, size=hp.sisa_size or None))
+        return terms
 
     def parse_head(self, layer_index: int) -> Optional[int]:
         hp = self.hparams

@@ -5,6 +5,7 @@ from typing import Any, Mapping
 from keras import ops
 
 from syntax_t2t.hparams import HParams, HParamsError
+from syntax_t2t.layers.attention_terms import AttentionTerm, SpecializedHeads
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.models.losses import Tensor
 from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, ROOT_ID, Features, Transformer,
@@ -49,8 +50,11 @@ class SpecializedHeadTransformer(Transformer):
             raise HParamsError(f"spec_heads={hp.spec_heads} repeats a head")
         self.check_encoder_position("spec_layer", hp.spec_layer, "spec_heads", hp.spec_heads)
 
-    def spec_heads(self, layer_index: int) -> tuple:
-        return tuple(self.hparams.spec_heads) if layer_index == self.hparams.spec_layer else ()
+    def encoder_attention_terms(self, layer_index: int) -> list[AttentionTerm]:
+        terms = super().encoder_attention_terms(layer_index)
+        if layer_index == self.hparams.spec_layer:
+            terms.append(SpecializedHeads(self.hparams.spec_heads))
+        return terms
 
     def spec_inputs(self, features: Features, source_ids: Tensor) -> Tensor:
         """Tag embeddings [B, S', D] aligned with `source_ids`."""

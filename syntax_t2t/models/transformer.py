@@ -18,14 +18,16 @@ out: it is a constant bias with one target language.
 
 The syntax models subclass this one and override a few hooks:
 `tree_label_vocab_sizes` / `source_labels` (key biases from trees),
-`spec_heads` / `spec_inputs` (specialised heads), `parse_head` (parse
-heads), `encoder_attention_options` / `source_parents` (further attention
-options per encoder layer: Pascal's parent-scaled heads, SISA's bi-affine
-head), `source_embedding_size` / `embed_source` (factored source
-embeddings), `target_embedding_size` / `decoder_states` /
+`parse_head` (parse heads), `encoder_attention_terms` (the attention terms
+of each encoder layer, `layers/attention_terms/`: specialised heads,
+Pascal's parent-scaled heads, SISA's bi-affine head, MG-SA's phrase heads)
+with `spec_inputs` / `source_parents` / `encoder_attention_inputs` (what
+those terms read), `source_embedding_size` / `embed_source` (factored
+source embeddings), `target_embedding_size` / `decoder_states` /
 `decoder_step_states` (decoder inputs of one's own: NSD's target
-distances), `encoder_layer_class` / `encoder_layer_inputs` (another encoder
-block and the batch-derived inputs it takes: MG-SA's phrase partitions),
+distances), `encoder_layer_class` / `encoder_layer_options` /
+`encoder_layer_inputs` (another encoder block, its arguments and the
+batch-derived inputs it takes: MG-SA's phrase partitions),
 `compute_losses`; and the class attributes `train_features`,
 `decode_features` and `prefix_root`.
 
@@ -43,6 +45,7 @@ from keras import ops
 from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers import attention_cache, masks, tree_labels
+from syntax_t2t.layers.attention_terms import AttentionTerm, LabelBias, ParseHead
 from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
@@ -143,17 +146,24 @@ class Transformer(HParamsModel):
         block = dict(hidden_size=hidden, filter_size=hp.filter_size, num_heads=hp.num_heads,
                      attention_dropout=hp.attention_dropout, relu_dropout=hp.relu_dropout,
                      residual_dropout=hp.layer_prepostprocess_dropout)
+        encoder_labels, decoder_labels = {**relative, **tree}, relative
+
+        def label_biases(sizes, values):
+            return [LabelBias(sizes, values)] if sizes else []
+
+        # The label biases come last: their tables are made after the other
+        # terms' weights, in the order (and so with the seeds) they always were.
         self.encoder_layers = [
             self.encoder_layer_class(i)(
-                label_vocab_sizes={**relative, **tree},
-                value_bias_labels=relative_values + tree_values,
-                spec_heads=self.spec_heads(i), parse_head=self.parse_head(i),
-                name=f"encoder_layer_{i}", **block, **self.encoder_attention_options(i))
+                attention_terms=(self.encoder_attention_terms(i)
+                                 + label_biases(encoder_labels, relative_values + tree_values)),
+                name=f"encoder_layer_{i}", **block, **self.encoder_layer_options(i))
             for i in range(hp.num_encoder_layers)]
         self.encoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="encoder_norm")
         self.decoder_layers = [
-            TransformerDecoderLayer(label_vocab_sizes=relative, value_bias_labels=relative_values,
-                                    name=f"decoder_layer_{i}", **block)
+            TransformerDecoderLayer(
+                self_attention_terms=label_biases(decoder_labels, relative_values),
+                name=f"decoder_layer_{i}", **block)
             for i in range(hp.num_decoder_layers)]
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="decoder_norm")
         self._build_layers()
@@ -201,7 +211,9 @@ class Transformer(HParamsModel):
         if self.softmax_embedding is not self.target_embedding:
             self.softmax_embedding.build((None, None))
         for layer in self.encoder_layers:
-            layer.build(sequence, spec_inputs_shape=sequence if layer.spec_heads else None)
+            # Terms that project an input of their own (specialised heads'
+            # `spec_inputs`) get it at the model width.
+            layer.build(sequence, attention_inputs_shape={"spec_inputs": sequence})
         for layer in self.decoder_layers:
             layer.build(sequence, sequence)
         self.encoder_norm.build(sequence)
@@ -236,10 +248,6 @@ class Transformer(HParamsModel):
         length = ops.shape(source_ids)[1]
         return {RELATIVE: tree_labels.relative_position_labels(length, length, k)}
 
-    def spec_heads(self, layer_index: int) -> tuple:
-        """Specialised heads of encoder layer `layer_index` (none here)."""
-        return ()
-
     def spec_inputs(self, features: Features, source_ids: Tensor) -> Optional[Tensor]:
         """[B, S', D] the specialised heads' queries and keys come from (None here)."""
         return None
@@ -248,19 +256,41 @@ class Transformer(HParamsModel):
         """The parse head of encoder layer `layer_index`, or None (none here)."""
         return None
 
-    def encoder_attention_options(self, layer_index: int) -> dict:
-        """Further `MultiHeadAttention` options of encoder layer `layer_index` ({} here)."""
-        return {}
+    def encoder_attention_terms(self, layer_index: int) -> list[AttentionTerm]:
+        """New `AttentionTerm`s of encoder layer `layer_index`'s self-attention.
+
+        Here a `ParseHead` where `parse_head(layer_index)` names one;
+        subclasses add theirs to this list. The model appends the label
+        biases (relative positions, `tree_label_vocab_sizes`) itself.
+        """
+        head = self.parse_head(layer_index)
+        return [] if head is None else [ParseHead(head)]
+
+    def encoder_attention_inputs(self, features: Features, source_ids: Tensor) -> dict:
+        """What the encoder's attention terms read, by name (`MultiHeadAttention`'s `term_inputs`).
+
+        Here `"labels"` (`source_labels`), `"spec_inputs"` (`spec_inputs`)
+        and `"parents"` (`source_parents`), where not None; each layer gets
+        the entries its terms read.
+        """
+        inputs = {"labels": self.source_labels(features, source_ids),
+                  "spec_inputs": self.spec_inputs(features, source_ids),
+                  "parents": self.source_parents(features, source_ids)}
+        return {name: value for name, value in inputs.items() if value is not None}
 
     def encoder_layer_class(self, layer_index: int) -> type:
         """The block class of encoder layer `layer_index` (`TransformerEncoderLayer` here).
 
         It is built with the arguments of `TransformerEncoderLayer` plus
-        `encoder_attention_options(layer_index)`; its `extra_inputs` name the
+        `encoder_layer_options(layer_index)`; its `extra_inputs` name the
         entries of `encoder_layer_inputs` its `call` takes, its
         `extra_outputs` the details `encode` collects (one list per name).
         """
         return TransformerEncoderLayer
+
+    def encoder_layer_options(self, layer_index: int) -> dict:
+        """Further arguments of encoder layer `layer_index`'s block class ({} here)."""
+        return {}
 
     def encoder_layer_inputs(self, features: Features, source_ids: Tensor) -> dict:
         """`{name: tensor}` inputs for encoder blocks with `extra_inputs` ({} here)."""
@@ -327,17 +357,16 @@ class Transformer(HParamsModel):
         source_ids = self.source_ids(features)
         x = self.embed_source(features, source_ids, training)
         attention_mask = masks.key_padding_mask(source_ids)
-        labels = self.source_labels(features, source_ids)
-        spec_inputs = self.spec_inputs(features, source_ids)
-        parents = self.source_parents(features, source_ids)
+        attention_inputs = self.encoder_attention_inputs(features, source_ids)
         layer_inputs = self.encoder_layer_inputs(features, source_ids)
         encoded = {}
         attention = []
         for layer in self.encoder_layers:
+            reads = layer.self_attention.input_names
             x, details = layer(
-                x, attention_mask=attention_mask, labels=labels,
-                spec_inputs=spec_inputs if layer.spec_heads else None,
-                parents=parents if layer.parent_scaled_heads else None,
+                x, attention_mask=attention_mask,
+                attention_inputs={name: value for name, value in attention_inputs.items()
+                                  if name in reads},
                 return_probs=return_attention, training=training,
                 **{name: layer_inputs[name] for name in getattr(layer, "extra_inputs", ())})
             for name in getattr(layer, "extra_outputs", ()):
