@@ -17,10 +17,11 @@ import keras
 import numpy as np
 import pytest
 
+from backend_sides import JAX_PYTHON, require_jax_environment
+
 from backend_parity import CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON", os.path.join(ROOT, ".venv-jax", "bin", "python"))
 SCRIPT = os.path.join(ROOT, "tests", "backend_parity.py")
 # float32 on both sides; the two backends order their reductions differently.
 TOLERANCE = 1e-5
@@ -40,13 +41,7 @@ def run_side(python, backend, mode, directory, cases=None, mixed_precision=None)
 
 @pytest.fixture(scope="module")
 def parity_dir(tmp_path_factory):
-    if keras.backend.backend() != "tensorflow":
-        pytest.skip("the comparison is driven from the TensorFlow environment")
-    if not os.path.exists(JAX_PYTHON):
-        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_jax_environment()
     directory = tmp_path_factory.mktemp("parity")
     run_side(sys.executable, "tensorflow", "save", directory)
     run_side(JAX_PYTHON, "jax", "load", directory)

@@ -28,6 +28,8 @@ import subprocess
 import keras
 import numpy as np
 import pytest
+
+from backend_sides import JAX_PYTHON, require_jax_environment
 import tensorflow as tf
 
 from syntax_t2t import registry
@@ -39,8 +41,6 @@ registration.import_all()
 pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON",
-                            os.path.join(ROOT, ".venv-jax", "bin", "python"))
 SCRIPT = os.path.join(ROOT, "tests", "jax_train_step_side.py")
 PROBLEM = "synthetic_syntax_reorder"
 MODEL = "transformer"
@@ -147,13 +147,7 @@ def run_both(root):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    if keras.backend.backend() != "tensorflow":
-        pytest.skip("the comparison is driven from the TensorFlow environment")
-    if not os.path.exists(JAX_PYTHON):
-        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_jax_environment()
     return run_both(tmp_path_factory.mktemp("jax_train_step"))
 
 
