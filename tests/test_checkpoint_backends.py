@@ -10,13 +10,13 @@ fixed batch must match the writer's.
 """
 
 import os
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
 
+import backend_sides
 from backend_sides import JAX_PYTHON, require_jax_environment
 
 from checkpoint_sides import CASES
@@ -28,10 +28,7 @@ TOLERANCE = 1e-5
 
 
 def run_side(python, backend, *args):
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run([python, SCRIPT, *args], env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, f"{backend} side failed:\n{done.stdout}\n{done.stderr[-6000:]}"
+    backend_sides.run_side(python, backend, SCRIPT, *args, timeout=900)
 
 
 @pytest.fixture(scope="module")

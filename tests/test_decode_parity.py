@@ -11,13 +11,13 @@ decoding compiles: a TensorFlow graph with in-place caches against a
 """
 
 import os
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
 
+import backend_sides
 from backend_sides import JAX_PYTHON, require_jax_environment
 
 from decode_parity import BEAMS, CASES
@@ -29,10 +29,7 @@ TOLERANCE = 1e-5
 
 
 def run_side(python, backend, mode, directory):
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run([python, SCRIPT, f"--mode={mode}", f"--dir={directory}"], env=env,
-                          capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, f"{backend} side failed:\n{done.stdout}\n{done.stderr[-6000:]}"
+    backend_sides.run_side(python, backend, SCRIPT, f"--mode={mode}", f"--dir={directory}")
 
 
 @pytest.fixture(scope="module")
