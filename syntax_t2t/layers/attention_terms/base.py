@@ -237,7 +237,7 @@ def deserialize_term(term: Any) -> AttentionTerm:
     if isinstance(term, AttentionTerm):
         return term
     if isinstance(term, Mapping):
-        term = keras.saving.deserialize_keras_object(dict(term))
+        term = keras.saving.deserialize_keras_object(dict(term), safe_mode=True)
         if isinstance(term, AttentionTerm):
             return term
     raise TypeError(f"expected an AttentionTerm or the config of one, got {type(term).__name__}")
