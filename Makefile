@@ -53,15 +53,15 @@ install-jax: $(JAX_VENV)/.installed
 # The default suite leaves out the tests marked `slow` (end-to-end training
 # runs, kill/resume, the benchmark smoke test); CI runs them as well.
 test: install install-jax
-	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow" tests
+	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=40 -m "not slow" tests
 	$(MAKE) test-jax
 
 # The modeling tests again, on JAX, where `import tensorflow` fails.
 test-jax: install-jax
-	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m "backends and not slow" tests
+	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=25 -m "backends and not slow" tests
 
 test-slow: install
-	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider -m slow tests
+	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=40 -m slow tests
 
 DEMO_PROBLEM := synthetic_syntax_reorder
 DEMO_DATA := $(DEMO)/data
