@@ -27,7 +27,7 @@ def small_hparams(name="transformer_tiny", **overrides):
 
 
 def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=0.1,
-                    eos_scale=None):
+                    eos_scale=None, problem_name=PROBLEM):
     """Builds `model_name` and saves one checkpoint per step, each of new random weights.
 
     Args:
@@ -45,11 +45,12 @@ def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=
             a probe batch: scaling a row they point away from ends fewer. 0
             gives `<EOS>` the logit 0, below the largest of the other random
             logits: no hypothesis ends before its maximum length.
+        problem_name: the registered problem whose data `data_dir` holds.
 
     Returns:
         The model, holding the weights of the last checkpoint.
     """
-    problem = registry.problem(PROBLEM)
+    problem = registry.problem(problem_name)
     vocab_sizes = problem.vocab_sizes(str(data_dir))
     model = registry.model(model_name)(hparams, vocab_sizes)
     step = tf.Variable(0, dtype=tf.int64)
@@ -70,7 +71,7 @@ def save_random_run(run_dir, model_name, hparams, data_dir, steps=(10,), stddev=
             table.assign(tf.tensor_scatter_nd_update(table, [[EOS_ID]], eos_scale * row))
         manager.save(checkpoint_number=value)
     run_directory.write_run_files(str(run_dir), hparams, [
-        f"--problem={PROBLEM}", f"--model={model_name}", f"--data_dir={data_dir}"])
+        f"--problem={problem_name}", f"--model={model_name}", f"--data_dir={data_dir}"])
     return model
 
 

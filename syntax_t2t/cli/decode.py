@@ -9,9 +9,12 @@ The model is restored from the newest checkpoint of `--output_dir` or from
 `--checkpoint_path` (e.g. an averaged checkpoint); model, problem, data
 directory and hparams default to what the training run recorded.
 
-Input (`--decode_input_format`, guessed by default): tokenised plain text,
-one sentence per line, for models that need no source trees; CoNLL-U or
-CzEng export lines for any model (models that need trees require them).
+Input (`--decode_input_format`, guessed by default): plain text, one
+sentence per line, or CoNLL-U or CzEng export lines for any model. Plain
+text goes through what the training sources went through: on a problem
+whose datagen parsed raw text (`translate_syntax`, Multi30k) the recorded
+parser tokenises and parses it, for every model; on other problems it is
+split at whitespace, and models that need trees require trees.
 The output has exactly one line per input sentence; an empty or unusable
 input sentence gives an empty line and a warning. With
 `return_beams=true` a line holds the hypotheses of every beam, tab-separated,
@@ -49,8 +52,9 @@ as they arrive and decodes them in batches: a batch closes when it holds
 translations are written to standard output and flushed as soon as it is
 decoded, one line (or n-best block) per input line, in input order; so a
 program can send a line and read its translation before sending the next
-(`decoding/streaming.py`). It stops at the end of the input. Models that
-need source trees cannot read plain lines and are refused.
+(`decoding/streaming.py`). It stops at the end of the input. Lines are
+parsed as file input is; models that need source trees are refused where
+the problem has no parser.
 
 Forced scoring (`--score_file=F` as in T2T, lines `source<TAB>target`; or
 fairseq's `--score_reference` with `--decode_from_file` and
@@ -79,7 +83,7 @@ from syntax_t2t.decoding.model_loading import load_trained_model, run_dir_of
 from syntax_t2t.decoding.output_format import output_format
 from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.parse_heads import PARSE_DECODERS
-from syntax_t2t.decoding.source_parsing import with_parsed_sources
+from syntax_t2t.decoding.source_parsing import parses_plain_text, with_parsed_sources
 from syntax_t2t.errors import InputError
 from syntax_t2t.training import precision, run_directory
 from syntax_t2t.training.checkpoints import CheckpointError
@@ -254,16 +258,18 @@ def main(argv):
     output_format(settings, FLAGS.nbest)  # its errors show before the model is built
     if _streaming():
         decoder, trained = _load_decoder(settings)
-        streaming.plain_text_check(decoder)
-        count = streaming.decode_stream(decoder, sys.stdin.buffer, sys.stdout,
-                                        _layout(settings, trained))
+        if not parses_plain_text(trained.problem):
+            streaming.plain_text_check(decoder)
+        count = streaming.decode_stream(
+            decoder, sys.stdin.buffer, sys.stdout, _layout(settings, trained),
+            prepare=lambda sentences: with_parsed_sources(sentences, trained.problem))
         logging.info("decoded %d lines of standard input", count)
         return
     # The input is read first: its errors show before the model is built.
     sentences = decode_inputs.read_sources(FLAGS.decode_from_file, FLAGS.decode_input_format)
     decoder, trained = _load_decoder(settings)
-    # Plain text for a model that needs trees: parsed by the parser the data was built with.
-    sentences = with_parsed_sources(sentences, trained.problem, decoder.feature_keys)
+    # Plain text, for every model: tokenised (and parsed) by the parser the data was built with.
+    sentences = with_parsed_sources(sentences, trained.problem)
     decoder.check_features(sentences, f"--decode_from_file={FLAGS.decode_from_file}")
     layout = _layout(settings, trained)
     translations = decoder.translate(sentences)

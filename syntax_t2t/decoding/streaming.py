@@ -10,14 +10,16 @@ sends a line and waits for its translation, gets each answer after at most
 `wait_seconds` plus one batch's decoding, while a fast producer fills whole
 batches.
 
-Lines are tokenised plain text; an empty line or one that is not UTF-8
-gets an empty output line and a warning, as in file decoding.
+Lines are plain text, made into the training data's words (and trees) by
+`prepare` (`source_parsing.with_parsed_sources`: the recorded parser of a
+problem that parsed raw text); an empty line or one that is not UTF-8 gets
+an empty output line and a warning, as in file decoding.
 """
 
 import queue
 import threading
 import time
-from typing import BinaryIO, Iterator, TextIO
+from typing import BinaryIO, Callable, Iterator, Optional, TextIO
 
 from absl import logging
 
@@ -66,7 +68,9 @@ def line_batches(stream: BinaryIO, batch_size: int,
 
 
 def decode_stream(decoder, stream: BinaryIO, output: TextIO, layout, name: str = "<stdin>",
-                  wait_seconds: float = WAIT_SECONDS) -> int:
+                  wait_seconds: float = WAIT_SECONDS,
+                  prepare: Optional[Callable[[list[SourceSentence]], list[SourceSentence]]] = None
+                  ) -> int:
     """Translates `stream` batch by batch, writing each batch's output as soon as it is done.
 
     Args:
@@ -76,6 +80,8 @@ def decode_stream(decoder, stream: BinaryIO, output: TextIO, layout, name: str =
         layout: an `OutputFormat`.
         name: the stream's name in messages.
         wait_seconds: see `line_batches`.
+        prepare: turns each batch's sentences into what the model reads
+            (e.g. parses them); None decodes the whitespace-split words.
 
     Returns:
         The number of lines read.
@@ -83,6 +89,8 @@ def decode_stream(decoder, stream: BinaryIO, output: TextIO, layout, name: str =
     count = 0
     for batch in line_batches(stream, decoder.hparams.batch_size, wait_seconds):
         sentences = [text_sentence(name, number, raw) for number, raw in batch]
+        if prepare is not None:
+            sentences = prepare(sentences)
         translations = decoder.translate(sentences)
         for sentence, translation in zip(sentences, translations):
             if translation is None:
