@@ -10,6 +10,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from syntax_t2t.cli import common, datagen, registration
+from syntax_t2t.datagen.records import DataOptionsError
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS = flags.FLAGS
@@ -74,9 +75,14 @@ def test_idempotent_unless_overwrite(tmp_path, capsys, caplog, run_datagen):
     assert "kept it (pass --overwrite to regenerate)" in out
     assert "other options" not in out
     assert _mtimes(data_dir) == before
-    out = run_datagen(capsys, **dict(common, max_examples=30))
-    assert "kept it" in out and "note: the kept data was generated with other options" in out
-    assert "max_examples=40" in out
+    # Other options into complete data: an error naming only what differs, not kept data.
+    with pytest.raises(DataOptionsError) as raised:
+        run_datagen(capsys, **dict(common, max_examples=30, problem_options="max_length=12"))
+    message = str(raised.value)
+    assert "max_examples=30 (the data has 40)" in message
+    assert "max_length=12 (the data has 20)" in message
+    assert "min_length" not in message and "lexicon_seed" not in message
+    assert "--overwrite" in message and "another --data_dir" in message
     assert _mtimes(data_dir) == before
 
     for name in before:
@@ -84,6 +90,20 @@ def test_idempotent_unless_overwrite(tmp_path, capsys, caplog, run_datagen):
     out = run_datagen(capsys, overwrite=True, **common)
     assert "wrote 40 train" in out
     assert all(mtime > 1 for mtime in _mtimes(data_dir).values())
+
+
+@pytest.mark.slow
+def test_other_options_into_complete_data_exit_non_zero(tmp_path):
+    data_dir = tmp_path / "data"
+    common_args = ["--problem=synthetic_syntax_reorder", f"--data_dir={data_dir}",
+                   f"--tmp_dir={tmp_path}", "--max_examples=10"]
+    first = _start(*common_args)
+    assert first.communicate(timeout=300)[0] and first.returncode == 0
+    again = _start(*common_args, "--problem_options=max_length=12")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 1, out
+    assert "max_length=12 (the data has 20)" in err and "--overwrite" in err
+    assert "Traceback" not in err and "kept it" not in out
 
 
 def test_random_seed_changes_the_synthetic_data(tmp_path, capsys, run_datagen):

@@ -6,7 +6,10 @@
 
 Raw data is read from (or downloaded into) `--tmp_dir`; the outputs go to
 `--data_dir`. Complete outputs already there are kept, so running the same
-command twice is cheap; `--overwrite` regenerates them. Every file is written
+command twice is cheap; `--overwrite` regenerates them. Complete outputs of
+other options (`--problem_options`, `--max_examples`, ...) are an error that
+names the options that differ: regenerate with `--overwrite`, or give
+another `--data_dir`. Every file is written
 under a temporary name and renamed when complete (see `syntax_t2t.problem`).
 Progress (examples, examples/s) is logged; with `--skip_bad_examples` bad
 examples are logged, skipped and counted by reason instead of stopping the
@@ -33,6 +36,7 @@ from syntax_t2t.cli import common
 from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.parsing.parser import ParserError
+from syntax_t2t.datagen.records import DataOptionsError
 from syntax_t2t.datagen.writer import DatagenTask
 from syntax_t2t.problem import SPLITS, TRAIN, RawDataError
 
@@ -130,11 +134,9 @@ def report(problem, record, skip) -> None:
     """Prints what a complete run wrote or kept (also `bin/datagen_beam`'s)."""
     counts = ", ".join(f"{record['counts'][split]} {split}" for split in SPLITS)
     if record["kept_existing"]:
+        # Data of other options never gets here (`records.DataOptionsError`).
         print(f"{problem.name}: complete data already in {FLAGS.data_dir} ({counts} examples); "
               f"kept it (pass --overwrite to regenerate)")
-        if record["differs_from_request"]:
-            print(f"{problem.name}: note: the kept data was generated with other options "
-                  f"(max_examples={record['max_examples']}, {record['options']})")
     else:
         print(f"{problem.name}: wrote {counts} examples to {FLAGS.data_dir}")
     if skip is not None:
@@ -154,4 +156,5 @@ def _skipped_text(record) -> str:
 
 def run():
     """Entry point of `bin/datagen` and `syntax-t2t-datagen`."""
-    common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError, ParserError))
+    common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError, ParserError,
+                                        DataOptionsError))

@@ -29,6 +29,7 @@ from absl import flags
 import syntax_t2t
 from syntax_t2t.cli import common, datagen
 from syntax_t2t.data.download import DownloadError
+from syntax_t2t.datagen.records import DataOptionsError
 from syntax_t2t.errors import InputError, MissingExtraError, SkipCounter, WorkerError
 from syntax_t2t.parsing.parser import ParserError
 from syntax_t2t.problem import RawDataError
@@ -82,4 +83,4 @@ def _workers_import_this_checkout():
 def run():
     """Entry point of `bin/datagen_beam` and `syntax-t2t-datagen-beam`."""
     common.run(main, extra_user_errors=(InputError, DownloadError, RawDataError, ParserError,
-                                        MissingExtraError, WorkerError))
+                                        MissingExtraError, WorkerError, DataOptionsError))

@@ -30,6 +30,46 @@ def request(record: dict) -> dict:
     return {"options": record.get("options"), "max_examples": record.get("max_examples")}
 
 
+class DataOptionsError(ValueError):
+    """Complete data in `--data_dir` was generated with other options than asked for now."""
+
+
+def check_same_request(problem_name: str, data_dir: str, recorded: dict, requested: dict) -> None:
+    """Raises `DataOptionsError` naming the keys in which `requested` differs from `recorded`.
+
+    Keeping the old data would let a user train on what they did not ask for
+    (e.g. word-level data after asking for subwords), so a difference is an
+    error with the two ways on, not a note.
+
+    Args:
+        problem_name: for the message.
+        data_dir: for the message.
+        recorded, requested: `request` dicts (options and `max_examples`).
+    """
+    def flat(entry: dict) -> dict:
+        return dict(entry.get("options") or {}, max_examples=entry.get("max_examples"))
+
+    old, new = flat(recorded), flat(requested)
+    differing = [f"{key}={_shown(new.get(key))} (the data has {_shown(old.get(key))})"
+                 for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    if differing:
+        raise DataOptionsError(
+            f"{data_dir} holds complete {problem_name} data generated with other options: "
+            f"{'; '.join(differing)}. Pass --overwrite to regenerate it there, or give another "
+            f"--data_dir")
+
+
+def _shown(value) -> str:
+    # As the user types options (--problem_options, --max_examples); unset is `none`.
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
 def read_completion_record(path: str) -> tuple[Optional[dict], str]:
     """The completion record in `path` if complete, else None and why not.
 

@@ -52,7 +52,7 @@ from absl import logging
 from syntax_t2t import io_utils
 from syntax_t2t.data import pipeline
 from syntax_t2t.datagen import worker_pool
-from syntax_t2t.datagen.records import read_json, request
+from syntax_t2t.datagen.records import check_same_request, read_json, request
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.errors import IgnoreSkipped, SkipCounter
 from syntax_t2t.data.schema import (CONSTITUENCY_FEATURES, CONSTITUENCY_VOCABULARY, SPLITS, TRAIN,
@@ -175,16 +175,10 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
 
 
 def _kept(problem, data_dir, record, requested) -> dict:
-    previous = request(record)
-    differs = previous != requested
-    if differs:
-        logging.warning(
-            "%s: kept existing data in %s although it was generated with %s, not %s; "
-            "pass --overwrite to regenerate it", problem.name, data_dir, previous, requested)
-    else:
-        logging.info("%s: complete data already in %s (%s); kept it, pass --overwrite to "
-                     "regenerate", problem.name, data_dir, _counts_text(record["counts"]))
-    return dict(record, complete=True, kept_existing=True, differs_from_request=differs)
+    check_same_request(problem.name, data_dir, request(record), requested)
+    logging.info("%s: complete data already in %s (%s); kept it, pass --overwrite to "
+                 "regenerate", problem.name, data_dir, _counts_text(record["counts"]))
+    return dict(record, complete=True, kept_existing=True, differs_from_request=False)
 
 
 # ----------------------------------------------------------------------
