@@ -9,12 +9,12 @@ target trees and bracketed source trees, and what the data holds for each.
 
 import collections
 import os
-from typing import Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Union
 
 from absl import logging
 
 from syntax_t2t import registry
-from syntax_t2t.data import pipeline, subword_kinds, subword_syntax
+from syntax_t2t.data import batching, subword_kinds, subword_syntax
 from syntax_t2t.data.bracketed import (CONSTITUENCY_COMMENT, constituent_features, sentence_tree,
                                       split_tree_file, with_bracketed_trees)
 # The schema's names are part of this module's interface: problems import them from here.
@@ -27,8 +27,10 @@ from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
 from syntax_t2t.data.vocab import EOS_ID, Vocabulary
 from syntax_t2t.datagen import records as datagen_records
-from syntax_t2t.datagen import writer as datagen_writer
 from syntax_t2t.errors import SkipCounter
+
+if TYPE_CHECKING:
+    from syntax_t2t.data.pipeline import PipelineCounters
 
 SUBWORD_MODES = ("joint", "separate")
 
@@ -511,6 +513,8 @@ class Problem:
             InputError: bad raw data (unless `skip` is given).
             DataNotGeneratedError: a task found no matching vocabularies.
         """
+        # TensorFlow writes the shards: imported here, so that decoding needs no TensorFlow.
+        from syntax_t2t.datagen import writer as datagen_writer
         self.datagen_workers = num_workers
         return datagen_writer.generate_data(
             self, data_dir, tmp_dir, max_examples=max_examples, overwrite=overwrite, skip=skip,
@@ -573,13 +577,15 @@ class Problem:
     # Input pipeline.
 
     def dataset(self, mode: str, data_dir: str, hparams,
-                counters: Optional[pipeline.PipelineCounters] = None,
-                shuffle_buffer_size: int = pipeline.DEFAULT_SHUFFLE_BUFFER_SIZE,
+                counters: Optional["PipelineCounters"] = None,
+                shuffle_buffer_size: int = batching.DEFAULT_SHUFFLE_BUFFER_SIZE,
                 seed: Optional[int] = None):
         """Batches for `mode` (`train`, `eval` = dev split, `test`); see `pipeline.make_dataset`."""
-        if mode not in pipeline.SPLIT_OF_MODE:
-            raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(pipeline.MODES)}")
+        if mode not in batching.SPLIT_OF_MODE:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(batching.MODES)}")
+        # tf.data: imported here, so that the problem (and decoding) needs no TensorFlow.
+        from syntax_t2t.data import pipeline
         return pipeline.make_dataset(
-            self.filepaths(data_dir, pipeline.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
+            self.filepaths(data_dir, batching.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
             mode, hparams,
             counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)

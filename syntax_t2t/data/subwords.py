@@ -10,9 +10,10 @@ Vocabulary. A list of tokens in id order: the reserved tokens of
 WordPiece pieces. A piece starting with `##` continues the previous piece of
 the same word; any other piece starts a word. Pieces are learnt from word
 counts by tensorflow_text's WordPiece learner
-(`tensorflow_text.tools.wordpiece_vocab`) and applied with
-`tensorflow_text.FastWordpieceTokenizer` (greedy longest match, no
-normalisation, so the text is kept as is). It is saved like a word vocabulary:
+(`tensorflow_text.tools.wordpiece_vocab`, so learning needs TensorFlow) and
+applied in pure Python by `data/wordpiece.py` (greedy longest match, no
+normalisation, so the text is kept as is; the ids of tensorflow_text's
+`FastWordpieceTokenizer`), so that decoding needs no TensorFlow. It is saved like a word vocabulary:
 one token per line, in id order, written atomically.
 
 Exact round trips. The *alphabet* of a vocabulary is the set of characters
@@ -44,11 +45,9 @@ import unicodedata
 from typing import Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
-import tensorflow as tf
-import tensorflow_text
-from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
 from syntax_t2t.data.vocab import RESERVED_TOKENS, UNK_ID, Vocabulary, sentence_ids
+from syntax_t2t.data.wordpiece import WordpieceMatcher
 from syntax_t2t.errors import InputError
 
 PathLike = Union[str, os.PathLike]
@@ -59,10 +58,6 @@ ESCAPE_CHARACTERS = frozenset("\\;0123456789")
 MIN_VOCAB_SIZE = len(RESERVED_TOKENS) + 2 * len(ESCAPE_CHARACTERS)
 
 _UNESCAPE_PATTERN = re.compile(r"\\(\\|[0-9]+;)")
-# No escaped word contains a line break, so these stand-ins for the reserved
-# tokens can never match a piece of a word (`<EOS>` written in a sentence must
-# stay text, not become the end of the sentence).
-_UNMATCHABLE_PREFIX = "\n"
 # Escaping makes a word at most 5 times longer in UTF-8 (`\127;` for one byte),
 # so only words of over 200 KB reach this limit; the tokenizer turns longer
 # inputs into <UNK>, which `_tokenize_escaped` reports.
@@ -208,6 +203,10 @@ class SubwordVocabulary:
             key=lambda character: (-character_counts[character], character))
         room = (vocab_size - len(RESERVED_TOKENS)) // 2 - len(ESCAPE_CHARACTERS)
         alphabet = ESCAPE_CHARACTERS | frozenset(candidates[:min(room, max_unique_chars)])
+
+        # The learner is tensorflow-text's: imported here, so that applying a vocabulary
+        # needs no TensorFlow.
+        from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
         escaped_counts = collections.Counter()
         for word, count in word_counts.items():
@@ -371,7 +370,7 @@ class SubwordVocabulary:
         if self._tokenizer is None:
             self._tokenizer = self._make_tokenizer()
         escaped = [escape_word(word, self._alphabet) for word in words]
-        rows = self._tokenizer.tokenize(tf.constant(escaped, dtype=tf.string)).to_list()
+        rows = [self._tokenizer.tokenize(word) for word in escaped]
         for word, row in zip(words, rows):
             if UNK_ID in row:
                 raise ValueError(
@@ -379,16 +378,11 @@ class SubwordVocabulary:
                     f"than {_MAX_BYTES_PER_WORD} UTF-8 bytes")
         return [tuple(row) for row in rows]
 
-    def _make_tokenizer(self):
-        matchable = [_UNMATCHABLE_PREFIX + token for token in RESERVED_TOKENS]
-        matchable += self.tokens[len(RESERVED_TOKENS):]
-        return tensorflow_text.FastWordpieceTokenizer(
-            vocab=matchable,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=_MAX_BYTES_PER_WORD,
-            token_out_type=tf.int64,
-            unknown_token=matchable[UNK_ID],
-            no_pretokenization=True)
+    def _make_tokenizer(self) -> WordpieceMatcher:
+        # `<EOS>` written in a sentence must stay text, not become the end of the
+        # sentence: the reserved tokens never match a piece of a word.
+        return WordpieceMatcher(self.tokens, SUFFIX_INDICATOR, UNK_ID, _MAX_BYTES_PER_WORD,
+                                skip_ids=range(len(RESERVED_TOKENS)))
 
 
 def count_words(sentences: Iterable[Sequence[str]]) -> collections.Counter:
