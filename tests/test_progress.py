@@ -60,3 +60,32 @@ def test_workers_other_than_the_chief_write_no_files(tmp_path, monkeypatch):
     reporter.report_training(5, {"total": 1.0}, 1.0, 1.0, 0.1)
     reporter.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_event_files_written_without_tensorflow_read_as_tensorflow_writes_them(tmp_path):
+    from syntax_t2t.training import event_files
+
+    writer = event_files.EventFileWriter(str(tmp_path / "train"))
+    writer.scalar("loss/total", 3.5, 1)
+    writer.scalar("loss/total", 2.25, 300)
+    writer.scalar("learning_rate", 0.000425, 2**40)  # a step past 32 bits
+    writer.close()
+    assert read_scalars(tmp_path / "train") == pytest.approx({
+        ("loss/total", 1): 3.5, ("loss/total", 300): 2.25, ("learning_rate", 2**40): 0.000425})
+    events = list(tf.compat.v1.train.summary_iterator(writer.path))
+    assert events[0].file_version == "brain.Event:2"
+    assert events[0].wall_time > 1.7e9
+
+
+def test_the_reporter_writes_event_files_without_tensorflow_on_other_backends(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setattr(progress.keras.backend, "backend", lambda: "jax")
+    reporter = progress.ProgressReporter(str(tmp_path), train_steps=1000)
+    reporter.report_training(400, {"total": 3.5, "nmt": 3.5}, 10.0, 2.0, 0.001)
+    reporter.report_evaluation(400, {"loss/total": 3.25, "uas": 0.75})
+    reporter.close()
+    assert read_scalars(tmp_path / "train") == pytest.approx({
+        ("loss/total", 400): 3.5, ("loss/nmt", 400): 3.5, ("tokens_per_second", 400): 10.0,
+        ("steps_per_second", 400): 2.0, ("learning_rate", 400): 0.001})
+    assert read_scalars(tmp_path / "eval") == pytest.approx({
+        ("loss/total", 400): 3.25, ("uas", 400): 0.75})

@@ -184,6 +184,10 @@ class RecordWriter:
         self._file.write(data)
         self._file.write(_CRC.pack(masked_crc32c(data)))
 
+    def flush(self) -> None:
+        """Hands the records written so far to the operating system (readers see them)."""
+        self._file.flush()
+
     def close(self) -> None:
         self._file.close()
 

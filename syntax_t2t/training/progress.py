@@ -4,33 +4,82 @@ Training scalars go to `<output_dir>/train`, dev-set evaluations to
 `<output_dir>/eval`, under the same tag names (`loss/total`, `loss/nmt`,
 `loss/parse`), so TensorBoard draws both runs on one chart.
 
-Scalars are written with TensorFlow's own `tf.summary.write` and the scalar
-plugin's metadata: `tf.summary.scalar` is only a front for the TensorBoard
-package, which training has no other use for (viewing the logs needs it, of
-course).
+On the TensorFlow backend scalars are written with TensorFlow's own
+`tf.summary.write` and the scalar plugin's metadata: `tf.summary.scalar` is
+only a front for the TensorBoard package, which training has no other use
+for (viewing the logs needs it, of course). On other backends
+(`event_files.py`) the same records are written without TensorFlow.
 """
 
 import json
 import os
 
-import tensorflow as tf
+import keras
 from absl import logging
-from tensorflow.core.framework import summary_pb2
 
 from syntax_t2t import io_utils
+from syntax_t2t.training import event_files
 
 #: Training time, steps and target tokens of a run, summed over its sessions.
 TRAINING_TIME_FILE = "training_time.json"
 
-# What TensorBoard's scalar plugin marks its summaries with (plugin data
-# version 0 serialises to empty content).
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
-
 
 def write_scalar(tag, value, step):
-    """Writes one scalar for TensorBoard to the default summary writer."""
-    tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+    """Writes one scalar for TensorBoard to TensorFlow's default summary writer."""
+    import tensorflow as tf
+    from tensorflow.core.framework import summary_pb2
+
+    # What TensorBoard's scalar plugin marks its summaries with (plugin data
+    # version 0 serialises to empty content).
+    metadata = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=metadata)
+
+
+class _TensorFlowScalars:
+    """A `tf.summary` file writer (or a no-op one) behind the interface of `_EventFileScalars`."""
+
+    def __init__(self, directory):
+        import tensorflow as tf
+
+        self._writer = (tf.summary.create_noop_writer() if directory is None
+                        else tf.summary.create_file_writer(directory))
+
+    def write(self, scalars, step):
+        with self._writer.as_default():
+            for tag, value in scalars.items():
+                write_scalar(tag, value, step)
+        self._writer.flush()
+
+    def close(self):
+        self._writer.close()
+
+
+class _EventFileScalars:
+    """Scalars in an event file written without TensorFlow; nothing when `directory` is None."""
+
+    def __init__(self, directory):
+        self._directory = directory
+        self._writer = None  # created with the first scalars, as tf.summary creates its file
+
+    def write(self, scalars, step):
+        if self._directory is None:
+            return
+        if self._writer is None:
+            self._writer = event_files.EventFileWriter(self._directory)
+        for tag, value in scalars.items():
+            self._writer.scalar(tag, value, step)
+        self._writer.flush()
+
+    def close(self):
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _scalar_writer(directory):
+    if keras.backend.backend() == "tensorflow":
+        return _TensorFlowScalars(directory)
+    return _EventFileScalars(directory)
 
 
 def format_duration(seconds):
@@ -66,10 +115,10 @@ class ProgressReporter:
         self.output_dir = output_dir
         self.totals = read_training_time(output_dir) if output_dir else None
         if output_dir is None:
-            self._train_writer = self._eval_writer = tf.summary.create_noop_writer()
+            self._train_writer = self._eval_writer = _scalar_writer(None)
         else:
-            self._train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
-            self._eval_writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+            self._train_writer = _scalar_writer(os.path.join(output_dir, "train"))
+            self._eval_writer = _scalar_writer(os.path.join(output_dir, "eval"))
 
     def report_training(self, step, losses, tokens_per_second, steps_per_second, learning_rate,
                         diagnostics=None):
@@ -92,15 +141,11 @@ class ProgressReporter:
         logging.info("step %d/%d  %s%s  %.0f tokens/s  lr %.3g  ETA %s",
                      step, self.train_steps, format_losses(losses), extra, tokens_per_second,
                      learning_rate, eta)
-        with self._train_writer.as_default():
-            for name, value in losses.items():
-                write_scalar(f"loss/{name}", value, step)
-            for name, value in diagnostics.items():
-                write_scalar(f"diagnostics/{name}", value, step)
-            write_scalar("tokens_per_second", tokens_per_second, step)
-            write_scalar("steps_per_second", steps_per_second, step)
-            write_scalar("learning_rate", learning_rate, step)
-        self._train_writer.flush()
+        scalars = {f"loss/{name}": value for name, value in losses.items()}
+        scalars.update({f"diagnostics/{name}": value for name, value in diagnostics.items()})
+        scalars.update(tokens_per_second=tokens_per_second, steps_per_second=steps_per_second,
+                       learning_rate=learning_rate)
+        self._train_writer.write(scalars, step)
 
     def add_training_time(self, seconds, tokens, steps):
         """Adds an interval's training time (saving and evaluating left out) to the run's total.
@@ -126,14 +171,12 @@ class ProgressReporter:
         """
         text = "  ".join(f"{name} {value:.4f}" for name, value in sorted(results.items()))
         logging.info("eval at step %d: %s", step, text)
-        with self._eval_writer.as_default():
-            for name, value in results.items():
-                write_scalar(name, value, step)
-        self._eval_writer.flush()
+        self._eval_writer.write(results, step)
 
     def close(self):
         self._train_writer.close()
-        self._eval_writer.close()
+        if self._eval_writer is not self._train_writer:
+            self._eval_writer.close()
 
 
 def read_training_time(output_dir):
