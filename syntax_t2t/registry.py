@@ -1,7 +1,9 @@
 """Registries of problems, models and hparams sets (Tensor2Tensor style).
 
 Experiments (`bin/grid`) are registered the same way, by a function that
-returns a `syntax_t2t.grid.experiment.Experiment`.
+returns a `syntax_t2t.grid.experiment.Experiment`; criteria
+(`syntax_t2t/criteria/`) by their class, under the name a model's contract
+gives (`models/contract.py`).
 
 Register with decorators; the default name is the snake_case of the class or
 function name, as in T2T:
@@ -106,11 +108,13 @@ problems = Registry("problem")
 models = Registry("model")
 hparams_sets = Registry("hparams set")
 experiments = Registry("experiment")
+criteria = Registry("criterion")
 
 register_problem = problems.register
 register_model = models.register
 register_hparams = hparams_sets.register
 register_experiment = experiments.register
+register_criterion = criteria.register
 
 
 def problem(name):
@@ -131,6 +135,21 @@ def hparams(name):
 def experiment(name):
     """Returns a fresh `syntax_t2t.grid.experiment.Experiment` from the registered function `name`."""
     return experiments.get(name)()
+
+
+def criterion_for(model):
+    """The criterion `model.criterion` declares, built for `model`.
+
+    `model.criterion` is a registered criterion's name (the built-ins are
+    registered by importing `syntax_t2t.criteria`) or a criterion class, as
+    a user's model with a loss of its own gives.
+
+    Raises:
+        RegistryError: an unknown name.
+    """
+    spec = model.criterion
+    factory = criteria.get(spec) if isinstance(spec, str) else spec
+    return factory(model)
 
 
 def help_string():

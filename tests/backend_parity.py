@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import syntax_t2t.hparams_sets  # noqa: E402,F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: E402,F401  (registers the models)
-from syntax_t2t import registry  # noqa: E402
+from syntax_t2t import criteria, registry  # noqa: E402
 from syntax_t2t.backend.gradients import value_and_gradients  # noqa: E402
 from syntax_t2t.data.derived_features import with_derived_features  # noqa: E402
 
@@ -147,7 +147,7 @@ def finite_under(case, policy):
     keras.mixed_precision.set_dtype_policy(policy)
     try:
         model, batch = build(case)
-        outputs, losses, gradients = value_and_gradients(model, model.compute_losses, batch)
+        outputs, losses, gradients = value_and_gradients(model, criteria.for_model(model), batch)
         values = [keras.ops.convert_to_numpy(v) for v in float_outputs(outputs).values()]
         values += [keras.ops.convert_to_numpy(v) for v in losses.values()]
         values += [keras.ops.convert_to_numpy(g) for g in gradients if g is not None]
@@ -178,7 +178,7 @@ def run_case(case, mode, directory, mixed_precision):
         model.save_weights(weights)
     else:
         model.load_weights(weights)
-    outputs, losses, gradients = value_and_gradients(model, model.compute_losses, batch)
+    outputs, losses, gradients = value_and_gradients(model, criteria.for_model(model), batch)
     arrays = {f"out/{key}": value for key, value in float_outputs(outputs).items()}
     arrays.update({f"loss/{key}": np.float32(keras.ops.convert_to_numpy(value))
                    for key, value in losses.items()})

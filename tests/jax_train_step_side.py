@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import syntax_t2t.hparams_sets  # noqa: E402,F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: E402,F401  (registers the models)
-from syntax_t2t import registry  # noqa: E402
+from syntax_t2t import criteria, registry  # noqa: E402
 from syntax_t2t.backend.jax_train_step import JaxTrainStep  # noqa: E402
 from syntax_t2t.training import optimizers, precision  # noqa: E402
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.cli import registration
 from syntax_t2t.training import accumulation
 from syntax_t2t.training.trainer import Trainer
@@ -106,7 +106,7 @@ def test_unweighted_mean_of_the_batches_would_differ(parts_and_union, tmp_path):
     def gradients(batch):
         model.set_weights(initial)
         with tf.GradientTape() as tape:
-            loss = model.compute_losses(batch, model(batch, training=True))["total"]
+            loss = criteria.for_model(model)(batch, model(batch, training=True))["total"]
         return [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, model.trainable_variables)]
 
     union_gradients = gradients(union)

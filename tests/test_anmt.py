@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models.anmt import ANMT, reverse_words
 from syntax_t2t.models.tree2seq import Tree2Seq, _masked_lstm
@@ -103,7 +103,7 @@ def test_a_reversed_model_learns_a_batch_and_beam_search_decodes_it():
     @tf.function
     def train_step():
         with tf.GradientTape() as tape:
-            loss = model.compute_losses(features, model(features, training=True))["total"]
+            loss = criteria.for_model(model)(features, model(features, training=True))["total"]
         optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
         return loss
 

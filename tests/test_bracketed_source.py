@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl import flags
 
 from syntax_t2t.problems.synthetic import SyntheticSyntaxReorder
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.cli import registration
 from syntax_t2t.data import phrases
 from syntax_t2t.data.conllu_reader import read_conllu
@@ -184,7 +184,7 @@ def test_mgsa_reads_the_bracketed_phrase_structure(bracketed_data):
         np.testing.assert_array_equal(derived[f"mgsa_phrases_{level + 1}"], phrase_ids[:, level])
     batch.update(derived)
     outputs = model({key: tf.constant(value) for key, value in batch.items()})
-    assert np.isfinite(model.compute_losses(batch, outputs)["phrase_tag"])
+    assert np.isfinite(criteria.for_model(model)(batch, outputs)["phrase_tag"])
 
 
 def test_tree_file_errors_name_file_and_line(tmp_path):

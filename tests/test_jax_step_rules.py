@@ -14,6 +14,7 @@ import keras
 import numpy as np
 import pytest
 
+from syntax_t2t import criteria
 from syntax_t2t.hparams import HParams
 
 pytestmark = pytest.mark.backends
@@ -55,8 +56,10 @@ def poisoned_losses(model, where):
     `where="loss"`: the loss is NaN. `where="gradient"`: the loss stays finite
     and its gradient is NaN (the square root of 0, differentiated).
     """
+    criterion = criteria.for_model(model)
+
     def losses(batch, outputs):
-        values = dict(model.compute_losses(batch, outputs))
+        values = dict(criterion(batch, outputs))
         poison = keras.ops.cast(batch["poison"], "float32")
         if where == "loss":
             values["total"] = values["total"] / poison * poison

@@ -48,6 +48,7 @@ ROOMS = {
     "syntax_t2t.problems": "problems",
     "syntax_t2t.layers": "layers",
     "syntax_t2t.models": "models",
+    "syntax_t2t.criteria": "criteria",
     "syntax_t2t.training": "training",
     "syntax_t2t.decoding": "decoding",
     "syntax_t2t.evaluation": "evaluation",
@@ -70,6 +71,7 @@ LAYERS = (
     ("problems",),
     ("layers",),
     ("models",),
+    ("criteria",),  # what a model's outputs are trained against: the losses
     ("training",),
     ("decoding", "evaluation"),
     ("export",),
@@ -80,8 +82,8 @@ LAYERS = (
 )
 
 _DATA_PREPARATION = ("input_pipeline", "parsing", "datagen", "problem", "problems")
-_ABOVE_MODELS = ("training", "decoding", "evaluation", "export", "grid", "hparams_sets",
-                 "benchmarks", "cli")
+_ABOVE_MODELS = ("criteria", "training", "decoding", "evaluation", "export", "grid",
+                 "hparams_sets", "benchmarks", "cli")
 
 #: Imports that must never appear, whatever the layers above say; the short
 #: list that a reorder of LAYERS must not undo.
@@ -89,6 +91,9 @@ NEVER = {
     # Modeling runs on any Keras backend: no tf.data, no datagen, nothing that uses a model.
     "layers": ("models", "checkpointing") + _DATA_PREPARATION + _ABOVE_MODELS,
     "models": ("checkpointing",) + _DATA_PREPARATION + _ABOVE_MODELS,
+    # A criterion scores a model's outputs on a batch: it trains, decodes and reads no data itself.
+    "criteria": ("checkpointing", "training", "decoding", "evaluation", "export", "grid",
+                 "hparams_sets", "benchmarks", "cli") + _DATA_PREPARATION,
     "backend": ("checkpointing", "data", "layers", "models") + _DATA_PREPARATION + _ABOVE_MODELS,
     # The trainer is handed dev decoding and the learning-curve plot; it imports neither.
     "training": ("decoding", "evaluation", "export", "grid", "hparams_sets", "benchmarks", "cli",

@@ -6,8 +6,9 @@ from keras import ops
 
 import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
+from syntax_t2t.criteria import phrase_tags
 from syntax_t2t.data.phrases import ngram_partition
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.attention import MultiHeadAttention
@@ -174,7 +175,7 @@ def test_phrase_tag_loss_against_hand_computation():
     logits = np.log(np.array([[[[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [1 / 3] * 3]]], np.float32))
     tags = np.array([[[1, 2, 0]]])  # the third slot holds no phrase
     expected = -(np.log(0.25) + np.log(0.6)) / 2
-    np.testing.assert_allclose(mgsa.phrase_tag_loss(logits, tags), expected, rtol=1e-5)
+    np.testing.assert_allclose(phrase_tags.phrase_tag_loss(logits, tags), expected, rtol=1e-5)
 
 
 def tiny_model(**overrides):
@@ -209,7 +210,7 @@ def test_model_reads_the_derived_features_and_refuses_a_batch_without_them():
     # The phrases the model reads are the derived ones: other partitions change the logits.
     moved = dict(features, mgsa_phrases_1=np.where(derived["mgsa_phrases_1"] >= 0, 0, -1))
     assert not np.allclose(numpy(model(moved)["logits"]), numpy(computed["logits"]))
-    losses = model.compute_losses(features, computed)
+    losses = criteria.for_model(model)(features, computed)
     assert set(losses) == {"nmt", "phrase_tag", "total"}
     np.testing.assert_allclose(losses["total"], losses["nmt"] + 0.001 * losses["phrase_tag"],
                                rtol=1e-6)
@@ -222,7 +223,8 @@ def test_ngram_model_needs_no_trees():
     assert model.train_features == {"inputs", "targets"}
     assert model.derived_features is None
     outputs = model({"inputs": np.array(INPUTS), "targets": np.array(INPUTS)})
-    assert set(model.compute_losses({"targets": np.array(INPUTS)}, outputs)) == {"nmt", "total"}
+    losses = criteria.for_model(model)({"targets": np.array(INPUTS)}, outputs)
+    assert set(losses) == {"nmt", "total"}
 
 
 def test_bad_hparams_are_named():
@@ -239,7 +241,7 @@ def test_tag_loss_reads_the_composition_not_the_interaction(interaction):
     # Seed eq. 9-10: tags are predicted from G_x, the memory right after composition, so
     # the tag loss has no gradient into the interaction's weights (eq. 11 comes after).
     model = tiny_model(mgsa_interaction=interaction, mgsa_composition="attention")
-    _, _, gradients = value_and_gradients(model, model.compute_losses, batch(model),
+    _, _, gradients = value_and_gradients(model, criteria.for_model(model), batch(model),
                                           total_key="phrase_tag")
     by_weight = {id(weight): gradient
                  for weight, gradient in zip(model.trainable_variables, gradients)}
@@ -284,7 +286,7 @@ def test_summed_tag_loss_per_target_token_against_hand_computation():
     logits = np.log(np.array([[[[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [1 / 3] * 3]]], np.float32))
     tags = np.array([[[1, 2, 0]]])
     expected = -(np.log(0.25) + np.log(0.6)) / 7  # summed over phrases, per target token
-    np.testing.assert_allclose(mgsa.phrase_tag_loss(logits, tags, "sum", 7.0), expected,
+    np.testing.assert_allclose(phrase_tags.phrase_tag_loss(logits, tags, "sum", 7.0), expected,
                                rtol=1e-5)
 
 
@@ -293,7 +295,7 @@ def test_model_tag_loss_reduction(reduction):
     model = tiny_model(mgsa_tag_loss_reduction=reduction)
     features = batch(model)
     outputs = model(features)
-    losses = model.compute_losses(features, outputs)
+    losses = criteria.for_model(model)(features, outputs)
     _, heads, kinds = model.syntactic_features(features, 7)
     tags = numpy(mgsa.phrase_tags(heads, kinds, features["src_upos"], VOCABS["upos"]))
     log_probs = numpy(ops.log_softmax(outputs["phrase_tag_logits"], axis=-1))

@@ -7,7 +7,7 @@ from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import tree_labels
@@ -77,7 +77,7 @@ def test_forward_with_exactly_the_declared_features(name):
     outputs = model(only(features, model.train_features))
     assert outputs["logits"].shape == (3, 6, VOCAB_SIZES["targets"])
     assert dtype(outputs["logits"]) == "float32"
-    result = model.compute_losses(only(features, model.train_features), outputs)
+    result = criteria.for_model(model)(only(features, model.train_features), outputs)
     is_parser = name.endswith("_parse")
     assert set(result) == ({"nmt", "parse", "total"} if is_parser else {"nmt", "total"})
     for value in result.values():
@@ -199,7 +199,7 @@ def test_parse_loss_is_cross_entropy_of_the_attention_rows(name):
         for token, head in enumerate(gold, start=1):  # position = token id
             terms.append(-np.log(probs[row, token, head]))
     assert len(terms) == 10
-    parse = model.compute_losses(features, outputs)["parse"]
+    parse = criteria.for_model(model)(features, outputs)["parse"]
     assert float(parse) == pytest.approx(np.mean(terms), rel=1e-5)
 
 
@@ -209,7 +209,7 @@ def test_dep_parse_needs_trees_for_its_loss_only():
     outputs = model(features)
     assert "parse_logits" in outputs
     with pytest.raises(KeyError, match="'src_heads'"):
-        model.compute_losses(features, outputs)
+        criteria.for_model(model)(features, outputs)
 
 
 def test_missing_syntax_feature_is_named():
@@ -252,7 +252,7 @@ def test_cached_decoding_equals_full_recompute(name, overrides):
 
 def train_step(model, features, optimizer=None):
     """One step of the trainer's recipe: forward, losses, gradients, update."""
-    _, losses, gradients = value_and_gradients(model, model.compute_losses, features,
+    _, losses, gradients = value_and_gradients(model, criteria.for_model(model), features,
                                                training=True)
     if optimizer is not None:
         optimizer.apply(gradients, model.trainable_variables)
@@ -306,7 +306,7 @@ def test_syntax_options_combine():
     features = make_batch()
     outputs = model(features)
     assert outputs["parse_logits"].shape == (3, 8, 8)
-    assert set(model.compute_losses(features, outputs)) == {"nmt", "parse", "total"}
+    assert set(criteria.for_model(model)(features, outputs)) == {"nmt", "parse", "total"}
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
@@ -344,7 +344,7 @@ def compiled_train_step(model):
     def step(trainable, non_trainable, batch):
         def total(values):
             outputs, _ = model.stateless_call(values, non_trainable, batch, training=True)
-            losses = model.compute_losses(batch, outputs)
+            losses = criteria.for_model(model)(batch, outputs)
             return losses["total"], losses
 
         (_, losses), gradients = jax.value_and_grad(total, has_aux=True)(trainable)

@@ -38,28 +38,34 @@ def load_stand_in():
 stand_in = load_stand_in()
 
 
-class PoisonedTranslator(stand_in.StandInTranslator):
-    """The stand-in translator whose loss goes bad on batches holding the POISON word.
+class PoisonedLoss(stand_in.TranslationLoss):
+    """The stand-in translator's loss, gone bad on batches holding the POISON word.
 
-    `poison` is "nan" (NaN loss), "inf" (infinite loss) or "gradient" (a
-    finite loss whose gradient is NaN: 0 * sqrt(0) has the derivative 0 * inf).
+    The model's `poison` is "nan" (NaN loss), "inf" (infinite loss) or
+    "gradient" (a finite loss whose gradient is NaN: 0 * sqrt(0) has the
+    derivative 0 * inf).
     """
 
-    poison = "nan"
-
-    def compute_losses(self, features, outputs):
-        losses = super().compute_losses(features, outputs)
+    def __call__(self, features, outputs):
+        losses = super().__call__(features, outputs)
         poisoned = ops.any(ops.equal(features["inputs"], POISON))
-        if self.poison == "gradient":
+        if self.model.poison == "gradient":
             # sqrt(0 * sum(kernel) + 1 - poisoned) - (1 - poisoned) is 0; its
             # gradient is 0 on clean batches and 0 * inf = NaN on poisoned ones.
             clean = 1.0 - ops.cast(poisoned, "float32")
-            bad = ops.sqrt(ops.sum(self.output_layer.kernel) * 0.0 + clean) - clean
+            bad = ops.sqrt(ops.sum(self.model.output_layer.kernel) * 0.0 + clean) - clean
         else:
-            value = float("nan") if self.poison == "nan" else float("inf")
+            value = float("nan") if self.model.poison == "nan" else float("inf")
             bad = ops.where(poisoned, value, 0.0)
         total = losses["total"] + bad
         return {"nmt": total, "total": total}
+
+
+class PoisonedTranslator(stand_in.StandInTranslator):
+    """The stand-in translator trained against `PoisonedLoss`."""
+
+    poison = "nan"
+    criterion = PoisonedLoss
 
 
 def tiny_hparams():

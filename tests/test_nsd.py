@@ -8,7 +8,8 @@ from keras import ops
 
 import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
+from syntax_t2t.criteria import nsd_distances
 from syntax_t2t.data import syntactic_distance
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
@@ -52,7 +53,7 @@ def test_distance_losses_against_hand_computation():
     # k = 1: classes are the distances -1, 0, 1 (ids 1, 2, 3); the third position is padding.
     logits = log_of([[[0.25, 0.25, 0.5], [0.5, 0.25, 0.25], [1.0, 1.0, 1.0]]])
     gold_ids = np.array([[3, 1, 0]])  # gold distances 1 and -1
-    entropy, distance = nsd.distance_losses(logits, gold_ids, 1)
+    entropy, distance = nsd_distances.distance_losses(logits, gold_ids, 1)
     # Cross-entropy: both gold classes have probability 1/2.
     np.testing.assert_allclose(entropy, math.log(2), rtol=1e-6)
     # Expected distances 0.25 and -0.25: squared errors 0.75^2 twice (mean 0.5625); the one
@@ -64,26 +65,26 @@ def test_summed_distance_losses_per_target_token_against_hand_computation():
     # The example above with the seed's sums (eq. 19-20), over 4 target tokens.
     logits = log_of([[[0.25, 0.25, 0.5], [0.5, 0.25, 0.25], [1.0, 1.0, 1.0]]])
     gold_ids = np.array([[3, 1, 0]])
-    entropy, distance = nsd.distance_losses(logits, gold_ids, 1, "sum", "sum", 4.0)
+    entropy, distance = nsd_distances.distance_losses(logits, gold_ids, 1, "sum", "sum", 4.0)
     np.testing.assert_allclose(entropy, 2 * math.log(2) / 4, rtol=1e-6)
     np.testing.assert_allclose(distance, (2 * 0.5625 + 0.5) / 4, rtol=1e-6)
-    entropy, distance = nsd.distance_losses(logits, gold_ids, 1, "mean", "sum", 4.0)
+    entropy, distance = nsd_distances.distance_losses(logits, gold_ids, 1, "mean", "sum", 4.0)
     np.testing.assert_allclose(entropy, math.log(2), rtol=1e-6)
     # Three words: the squared errors over 3 words, the hinge over their 3 pairs.
     logits = log_of([[[0.25, 0.25, 0.5], [0.5, 0.25, 0.25], [0.25, 0.5, 0.25]]])
     gold_ids = np.array([[3, 1, 2]])  # gold 1, -1, 0; predicted 0.25, -0.25, 0
     squares = 0.75 ** 2 + 0.75 ** 2 + 0.0
     hinges = (1 - 0.5) + (1 - 0.25) + (1 - 0.25)  # pairs (1,2), (1,3), (2,3): all signs agree
-    _, summed = nsd.distance_losses(logits, gold_ids, 1, distance_reduction="sum",
-                                    num_target_tokens=5.0)
-    _, mean = nsd.distance_losses(logits, gold_ids, 1)
+    _, summed = nsd_distances.distance_losses(logits, gold_ids, 1, distance_reduction="sum",
+                                              num_target_tokens=5.0)
+    _, mean = nsd_distances.distance_losses(logits, gold_ids, 1)
     np.testing.assert_allclose(summed, (squares + hinges) / 5, rtol=1e-6)
     np.testing.assert_allclose(mean, squares / 3 + hinges / 3, rtol=1e-6)
 
 
 def test_ranking_hinge_is_zero_for_well_separated_predictions():
     logits = np.array([[[0.0, 0.0, 50.0], [50.0, 0.0, 0.0]]], np.float32)  # predicts 1 then -1
-    _, distance = nsd.distance_losses(logits, np.array([[3, 1]]), 1)
+    _, distance = nsd_distances.distance_losses(logits, np.array([[3, 1]]), 1)
     np.testing.assert_allclose(distance, 0.0, atol=1e-6)  # exact values, margin 2 > 1
 
 
@@ -137,12 +138,13 @@ def test_output_strategy_adds_the_distance_losses():
     features.update(model.derived_features.compute(features))
     outputs = model(features)
     assert outputs["nsd_logits"].shape == (2, 7, 41)
-    losses = model.compute_losses(features, outputs)
+    losses = criteria.for_model(model)(features, outputs)
     expected = losses["nmt"] + 0.5 * (losses["nsd_entropy"] + losses["nsd_distance"])
     np.testing.assert_allclose(losses["total"], expected, rtol=1e-6)
     gold = model.source_distance_ids(features, 7)
     # The default "sum" reductions: sums over the batch per target token (6 + 3 here).
-    entropy, distance = nsd.distance_losses(outputs["nsd_logits"], gold, 20, "sum", "sum", 9.0)
+    entropy, distance = nsd_distances.distance_losses(outputs["nsd_logits"], gold, 20, "sum",
+                                                      "sum", 9.0)
     np.testing.assert_allclose(losses["nsd_entropy"], entropy, rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_distance"], distance, rtol=1e-6)
 

@@ -10,7 +10,8 @@ from keras import ops
 
 import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
+from syntax_t2t.criteria import nsd_distances
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models import nsd
 
@@ -60,7 +61,7 @@ def test_target_loss_terms_against_hand_computation():
     # gold -1 and 1: squared errors 0.75^2 each; the pair has sign(-1 - 1) = -1, hinge
     # 1 - (-1)(-0.25 - 0.25) = 0.5. "sum" (the default): the seed's sums over 3 target
     # tokens; "mean": over the 2 words and the 1 pair.
-    losses = model.compute_losses(features, outputs)
+    losses = criteria.for_model(model)(features, outputs)
     entropy, distance = 2 * math.log(2) / 3, (2 * 0.5625 + 0.5) / 3
     np.testing.assert_allclose(losses["nsd_target_entropy"], entropy, rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_target_distance"], distance, rtol=1e-6)
@@ -69,7 +70,7 @@ def test_target_loss_terms_against_hand_computation():
     assert "nsd_entropy" not in losses  # no source-side terms
     model.hparams.override(dict(nsd_entropy_loss_reduction="mean",
                                 nsd_distance_loss_reduction="mean"))
-    losses = model.compute_losses(features, outputs)
+    losses = criteria.for_model(model)(features, outputs)
     np.testing.assert_allclose(losses["nsd_target_entropy"], math.log(2), rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_target_distance"], 0.5625 + 0.5, rtol=1e-6)
 
@@ -89,14 +90,14 @@ def test_both_sides_add_both_sides_terms():
     with pytest.raises(KeyError, match="nsd_target_distances.*derived_features.*tgt_heads"):
         model({key: value for key, value in batch.items() if key != nsd.TARGET_DISTANCE_KEY})
     outputs = model(batch)
-    losses = model.compute_losses(batch, outputs)
+    losses = criteria.for_model(model)(batch, outputs)
     terms = [losses[key] for key in ("nsd_entropy", "nsd_distance", "nsd_target_entropy",
                                      "nsd_target_distance")]
     np.testing.assert_allclose(losses["total"], losses["nmt"] + sum(terms), rtol=1e-6)
     gold = model.target_distance_ids(batch, 4)
     # "sum" reductions: per target token (3: two words and <EOS>).
-    entropy, distance = nsd.distance_losses(outputs["nsd_target_logits"], gold, K, "sum", "sum",
-                                            3.0)
+    entropy, distance = nsd_distances.distance_losses(outputs["nsd_target_logits"], gold, K,
+                                                      "sum", "sum", 3.0)
     np.testing.assert_allclose(losses["nsd_target_entropy"], entropy, rtol=1e-6)
     np.testing.assert_allclose(losses["nsd_target_distance"], distance, rtol=1e-6)
 

@@ -13,10 +13,10 @@ import pytest
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.hparams import HParamsError
-from syntax_t2t.models import losses
+from syntax_t2t.criteria import head_gold, head_supervision
 
 pytestmark = pytest.mark.backends
 
@@ -73,15 +73,15 @@ def _reference(logits, gold, form, eps):
                                       ("attention", 0.0), ("attention", 0.1)])
 def test_parse_loss_by_hand(batch, form, eps):
     logits, gold = batch
-    got = float(losses.parse_loss(logits, gold, form, eps))
+    got = float(head_supervision.parse_loss(logits, gold, form, eps))
     assert got == pytest.approx(_reference(logits, gold, form, eps), rel=1e-5)
 
 
 def test_default_smoothing_is_the_forms(batch):
     logits, gold = batch
-    assert float(losses.parse_loss(logits, gold, "attention")) == pytest.approx(
+    assert float(head_supervision.parse_loss(logits, gold, "attention")) == pytest.approx(
         _reference(logits, gold, "attention", 0.1), rel=1e-5)
-    assert float(losses.parse_loss(logits, gold, "logits")) == pytest.approx(
+    assert float(head_supervision.parse_loss(logits, gold, "logits")) == pytest.approx(
         _reference(logits, gold, "logits", 0.0), rel=1e-5)
 
 
@@ -102,9 +102,10 @@ def test_attention_form_has_a_much_weaker_gradient_at_uniform_attention():
     model = Scores((1, length, length))
     batch = {"gold": keras.ops.convert_to_tensor(np.full((1, length), 3, np.int32))}
     norms = {}
-    for form in losses.PARSE_LOSSES:
+    for form in head_supervision.PARSE_LOSSES:
         def loss(batch, outputs, form=form):
-            return {"total": losses.parse_loss(outputs["logits"], batch["gold"], form, 0.0)}
+            return {"total": head_supervision.parse_loss(outputs["logits"], batch["gold"], form,
+                                                         0.0)}
 
         _, _, (gradient,) = value_and_gradients(model, loss, batch)
         norms[form] = float(np.linalg.norm(keras.ops.convert_to_numpy(gradient)))
@@ -120,14 +121,14 @@ def test_attention_entropy_by_hand(batch):
         if gold[b, i] >= 0:
             p = np.exp(_log_softmax(logits[b, i].astype(np.float64)))
             expected.append(-(p[p > 0] * np.log(p[p > 0])).sum())
-    assert float(losses.attention_entropy(logits, gold)) == pytest.approx(np.mean(expected),
-                                                                         rel=1e-4)
+    entropy = float(head_supervision.attention_entropy(logits, gold))
+    assert entropy == pytest.approx(np.mean(expected), rel=1e-4)
 
 
 def test_unknown_form_is_refused(batch):
     logits, gold = batch
     with pytest.raises(ValueError, match="parse_loss='probs'"):
-        losses.parse_loss(logits, gold, "probs")
+        head_supervision.parse_loss(logits, gold, "probs")
 
 
 VOCAB = {"inputs": 20, "targets": 20, "deprel": 8, "upos": 8, "xpos": 8}
@@ -146,20 +147,21 @@ def test_models_use_the_selected_form_and_report_diagnostics(model_name):
                 "targets": np.array([[5, 6, 1], [7, 1, 0]], np.int32),
                 "src_heads": np.array([[2, 0, 2], [0, 1, -1]], np.int32)}
     results, weights = {}, None
-    for form in losses.PARSE_LOSSES:
+    for form in head_supervision.PARSE_LOSSES:
         model = model_class(_hparams(parse_loss=form, parse_loss_weight=0.5,
                                      sisa_loss_weight=0.5), VOCAB)
         if weights is None:
             weights = model.get_weights()
         model.set_weights(weights)
         outputs = model(features, training=False)
-        got = model.compute_losses(features, outputs)
-        gold = model.gold_head_positions(features, model.source_ids(features))
-        expected = losses.parse_loss(outputs[model.head_logits_key], gold, form)
+        criterion = criteria.for_model(model)
+        got = criterion(features, outputs)
+        gold = head_gold.gold_head_positions(model, features)
+        expected = head_supervision.parse_loss(outputs[model.head_logits_key], gold, form)
         assert float(got["parse"]) == pytest.approx(float(expected), rel=1e-6)
         assert float(got["total"]) == pytest.approx(float(got["nmt"]) + 0.5 * float(got["parse"]),
                                                     rel=1e-6)
-        diagnostics = model.training_diagnostics(features, outputs, got)
+        diagnostics = criterion.diagnostics(features, outputs, got)
         assert float(diagnostics["parse_share"]) == pytest.approx(
             0.5 * float(got["parse"]) / float(got["total"]), rel=1e-5)
         assert 0.0 < float(diagnostics["parse_entropy"]) <= np.log(5) + 1e-5

@@ -11,7 +11,7 @@ from keras import ops
 
 import syntax_t2t.hparams_sets.pascal  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.hparams import HParamsError
@@ -332,7 +332,7 @@ def test_pascal_trains_and_decodes_incrementally():
     optimizer = keras.optimizers.Adam(0.02)
     losses = []
     for _ in range(8):
-        _, step_losses, gradients = value_and_gradients(model, model.compute_losses, features,
+        _, step_losses, gradients = value_and_gradients(model, criteria.for_model(model), features,
                                                         training=True)
         optimizer.apply(gradients, model.trainable_variables)
         losses.append(float(step_losses["total"]))

@@ -7,7 +7,7 @@ from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.models.sennrich_haddow import BEGIN, END, INSIDE, WHOLE_WORD, subword_tags
@@ -143,7 +143,7 @@ def test_a_few_steps_reduce_the_loss():
     optimizer = keras.optimizers.Adam(0.02)
     losses = []
     for _ in range(8):
-        _, step_losses, gradients = value_and_gradients(model, model.compute_losses, features,
+        _, step_losses, gradients = value_and_gradients(model, criteria.for_model(model), features,
                                                         training=True)
         optimizer.apply(gradients, model.trainable_variables)
         losses.append(float(step_losses["total"]))

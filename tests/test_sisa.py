@@ -9,8 +9,9 @@ from keras import ops
 
 import syntax_t2t.hparams_sets.transformer  # noqa: F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: F401  (registers the models)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.gradients import value_and_gradients
+from syntax_t2t.criteria import head_gold
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers import masks
@@ -153,7 +154,7 @@ def test_sisa_loss_is_the_row_cross_entropy_against_parents():
     features = model_batch()
     outputs = model(features)
     assert "parse_logits" not in outputs and outputs["sisa_logits"].shape == (2, 6, 6)
-    losses = model.compute_losses(features, outputs)
+    losses = criteria.for_model(model)(features, outputs)
     logits = to_numpy(outputs["sisa_logits"]).astype(np.float64)
     # Gold parents, rows = dependents: sentence 0 heads [2, 0, 4, 2]; the
     # root (token 1) points at itself. Padded keys carry no probability.
@@ -177,7 +178,7 @@ def test_sisa_learns_parents_and_decodes_without_trees():
     optimizer = keras.optimizers.Adam(0.03)
     history = []
     for _ in range(15):
-        _, losses, gradients = value_and_gradients(model, model.compute_losses, features,
+        _, losses, gradients = value_and_gradients(model, criteria.for_model(model), features,
                                                    training=True)
         optimizer.apply(gradients, model.trainable_variables)
         history.append({k: float(v) for k, v in losses.items()})
@@ -195,7 +196,7 @@ def test_sisa_reads_word_positions_for_training_only():
     features = dict(model_batch(), src_word_position=ints(
         [[1, 1, 2, 3, 0, 0], [1, 1, 0, 0, 0, 0]]),
         src_heads=ints([[0, 0, 1, 1, -1, -1], [0, 0, -1, -1, -1, -1]]))
-    gold = to_numpy(model.gold_head_positions(features, model.source_ids(features)))
+    gold = to_numpy(head_gold.gold_head_positions(model, features))
     assert gold.tolist() == [[0, 0, 0, 0, -1, -1], [0, 0, -1, -1, -1, -1]]
 
 

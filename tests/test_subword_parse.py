@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from syntax_t2t import registry
 from syntax_t2t.cli import registration
+from syntax_t2t.criteria import head_gold
 from syntax_t2t.data import subword_syntax
 from syntax_t2t.decoding import parse_heads
 from syntax_t2t.decoding.decode_hparams import decode_hparams
@@ -157,7 +158,7 @@ class _GoldParse:
         encoded = super().encode(features, training=training, return_attention=return_attention)
         key = self.head_logits_key
         size = tf.shape(encoded[key])[-1]
-        gold = self.gold_head_positions(features, self.source_ids(features))
+        gold = head_gold.gold_head_positions(self, features)
         encoded[key] = tf.one_hot(tf.maximum(gold, 0), size) * PEAK
         return encoded
 

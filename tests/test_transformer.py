@@ -15,7 +15,7 @@ from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.layers.feed_forward import FeedForward
 from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding, sinusoidal_signal
-from syntax_t2t.models import losses
+from syntax_t2t.criteria import head_supervision, translation
 from syntax_t2t.models.transformer import Transformer, shift_right
 
 pytestmark = pytest.mark.backends
@@ -134,10 +134,10 @@ def test_label_smoothed_cross_entropy_equals_explicit_soft_targets(rng):
     per_token = -(soft * log_probs).sum(-1) - minimum
     weights = targets != 0
     expected = (per_token * weights).sum() / weights.sum()
-    got = losses.label_smoothed_cross_entropy(logits, targets, eps)
+    got = translation.label_smoothed_cross_entropy(logits, targets, eps)
     assert float(got) == pytest.approx(expected, rel=1e-5)
     nll = -(np.take_along_axis(log_probs, targets[..., None], -1)[..., 0] * weights).sum() / 5
-    unsmoothed = losses.label_smoothed_cross_entropy(logits, targets, 0.0)
+    unsmoothed = translation.label_smoothed_cross_entropy(logits, targets, 0.0)
     assert float(unsmoothed) == pytest.approx(nll, rel=1e-5)
 
 
@@ -146,9 +146,9 @@ def test_head_selection_cross_entropy_by_hand(rng):
     gold = np.array([[-1, 0, 1, -1], [-1, 3, 0, 2]])
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     terms = [-log_probs[b, i, gold[b, i]] for b, i in np.ndindex(2, 4) if gold[b, i] >= 0]
-    got = losses.head_selection_cross_entropy(logits, gold)
+    got = head_supervision.head_selection_cross_entropy(logits, gold)
     assert float(got) == pytest.approx(np.mean(terms), rel=1e-5)
-    assert float(losses.head_selection_cross_entropy(logits, np.full((2, 4), -1))) == 0.0
+    assert float(head_supervision.head_selection_cross_entropy(logits, np.full((2, 4), -1))) == 0.0
 
 
 # ---------------------------------------------------------------------------

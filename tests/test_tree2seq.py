@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 
 import syntax_t2t.hparams_sets  # noqa: F401  (registers the hparams sets)
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.data.binary_tree import batch_binary_trees, binarize
 from syntax_t2t.data.dependency_phrases import phrase_structure_from_dependencies
 from syntax_t2t.data.tree import DependencyTree
@@ -98,14 +98,15 @@ def test_evaluation_uses_the_full_softmax_and_training_blackout():
     assert outputs["logits"].shape == (3, 6, 20) and "softmax_inputs" not in outputs
     # Zero softmax weights: every word has probability 1 / V. The objective
     # sums each sentence's 4, 2 and 5 tokens and averages over the 3 sentences.
-    losses = model.compute_losses(batch, outputs)
+    losses = criteria.for_model(model)(batch, outputs)
     assert float(losses["nmt"]) == pytest.approx(math.log(20), rel=1e-6)
     assert float(losses["total"]) == pytest.approx(11 / 3 * math.log(20), rel=1e-6)
     per_token = make_model(loss_normalization="token")
-    assert float(per_token.compute_losses(batch, outputs)["total"]) == pytest.approx(math.log(20))
+    per_token_losses = criteria.for_model(per_token)(batch, outputs)
+    assert float(per_token_losses["total"]) == pytest.approx(math.log(20))
     np.testing.assert_array_equal(numpy(model.output_layer.unigram_counts), 0.0)
     outputs = model(batch, training=True)
-    losses = model.compute_losses(batch, outputs)
+    losses = criteria.for_model(model)(batch, outputs)
     assert np.isfinite(float(losses["total"])) and float(losses["total"]) != pytest.approx(
         math.log(20))
     counts = numpy(model.output_layer.unigram_counts)
@@ -113,7 +114,8 @@ def test_evaluation_uses_the_full_softmax_and_training_blackout():
     full = make_model(softmax="full")
     outputs = full(with_trees(full, BATCH), training=True)
     assert "softmax_inputs" not in outputs
-    assert float(full.compute_losses(batch, outputs)["nmt"]) == pytest.approx(math.log(20), rel=1e-6)
+    full_losses = criteria.for_model(full)(batch, outputs)
+    assert float(full_losses["nmt"]) == pytest.approx(math.log(20), rel=1e-6)
 
 
 def randomised(model, seed=0):

@@ -11,11 +11,23 @@ return no gradient for them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import keras
 
+#: A criterion as a function: `(batch, outputs) -> {name: scalar}` with a "total".
 LossFunction = Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+
+
+@runtime_checkable
+class DiagnosingLossFunction(Protocol):
+    """A `LossFunction` that also has scalars to log beside the losses (`criteria.Criterion`)."""
+
+    def __call__(self, batch: Mapping[str, Any],
+                 outputs: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+    def diagnostics(self, batch: Mapping[str, Any], outputs: Mapping[str, Any],
+                    losses: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
 
 def value_and_gradients(model: keras.Model, loss_fn: LossFunction, batch: Mapping[str, Any],
@@ -24,7 +36,8 @@ def value_and_gradients(model: keras.Model, loss_fn: LossFunction, batch: Mappin
 
     Args:
         model: a built Keras model.
-        loss_fn: `(batch, outputs) -> {name: scalar}`, e.g. `model.compute_losses`.
+        loss_fn: `(batch, outputs) -> {name: scalar}`, e.g. the model's criterion
+            (`criteria.for_model(model)`).
         batch: the model's input features.
         training: passed to the model's `call`.
         total_key: the loss that is differentiated.

@@ -1,6 +1,7 @@
 """The train step on the JAX backend: one `jax.jit`-compiled update of a state pytree.
 
-    step = JaxTrainStep(model, optimizer, clip_grad_norm=hparams.clip_grad_norm)
+    step = JaxTrainStep(model, optimizer, clip_grad_norm=hparams.clip_grad_norm,
+                        loss_fn=criteria.for_model(model))
     state = step.initial_state()
     for batch in batches:
         state, report = step(state, batch)
@@ -9,7 +10,7 @@
 It does what the TensorFlow trainer's single-replica step does
 (`training/trainer.py`), in the same order:
 
-1. the forward pass and the criterion (`model.compute_losses`) in a
+1. the forward pass and the criterion (handed in as `loss_fn`) in a
    `keras.StatelessScope` and their gradient by `jax.value_and_grad`
    (`gradients.stateless_value_and_gradients`), the loss multiplied by the
    loss scale under float16;
@@ -36,14 +37,16 @@ Import it only under the JAX backend: it imports `jax`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 import jax
 import keras
 from keras import ops
 
+from syntax_t2t import registry
 from syntax_t2t.backend import clipping
-from syntax_t2t.backend.gradients import LossFunction, stateless_value_and_gradients
+from syntax_t2t.backend.gradients import (DiagnosingLossFunction, LossFunction,
+                                          stateless_value_and_gradients)
 
 #: Target id that marks padding (every vocabulary's id 0, data/vocab.py).
 PAD_ID = 0
@@ -82,8 +85,11 @@ class JaxTrainStep:
             clipping off (the hparam of the same name).
         skip_nonfinite_batches: refuse only the non-finite batch itself,
             rather than every update after it.
-        loss_fn: `(batch, outputs) -> {name: scalar}` with a "total" loss;
-            `model.compute_losses` by default.
+        loss_fn: the criterion, `(batch, outputs) -> {name: scalar}` with a
+            "total" loss; one with `diagnostics(batch, outputs, losses)`
+            (`criteria.Criterion`) has those reported too. By default the
+            criterion the model declares (`registry.criterion_for`: the
+            built-ins are registered once `syntax_t2t.criteria` is imported).
         jit: compile the step (off only to debug it).
     """
 
@@ -100,7 +106,7 @@ class JaxTrainStep:
         self.optimizer = optimizer
         self.clip_grad_norm = float(clip_grad_norm)
         self.skip_nonfinite_batches = skip_nonfinite_batches
-        self.loss_fn = loss_fn or model.compute_losses
+        self.loss_fn = loss_fn if loss_fn is not None else registry.criterion_for(model)
         self._loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._step = jax.jit(self._update, donate_argnums=0) if jit else self._update
 
@@ -129,7 +135,7 @@ class JaxTrainStep:
 
         Returns:
             `(state, report)`: the new state and float32 scalars: each loss,
-            the model's `training_diagnostics` if it has them, "tokens"
+            the criterion's diagnostics if it has them, "tokens"
             (non-padding targets) and "finite" (1.0 when the step was
             finite, whether or not it was applied).
         """
@@ -164,10 +170,10 @@ class JaxTrainStep:
 
     def _report(self, batch, outputs, losses):
         report = {name: ops.cast(value, "float32") for name, value in losses.items()}
-        diagnostics: Optional[Callable] = getattr(self.model, "training_diagnostics", None)
-        if diagnostics is not None:
+        if isinstance(self.loss_fn, DiagnosingLossFunction):
             report.update({name: ops.cast(value, "float32")
-                           for name, value in diagnostics(batch, outputs, losses).items()})
+                           for name, value in self.loss_fn.diagnostics(batch, outputs,
+                                                                       losses).items()})
         report["tokens"] = ops.sum(ops.cast(ops.not_equal(batch["targets"], PAD_ID), "float32"))
         return report
 

@@ -17,7 +17,7 @@ import jax
 import keras
 import numpy as np
 
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.backend.jax_train_step import JaxTrainStep
 from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.hparams import HParams
@@ -60,14 +60,15 @@ class JaxStep:
             self.model(self.batch, training=False)
         self.optimizer.build(self.model.trainable_variables)
         self._step = JaxTrainStep(self.model, self.optimizer,
-                                  clip_grad_norm=hparams.clip_grad_norm)
+                                  clip_grad_norm=hparams.clip_grad_norm,
+                                  loss_fn=criteria.for_model(self.model))
         self._state = self._step.initial_state()
 
     def set_batch(self, batch: Mapping[str, np.ndarray]) -> None:
         """Makes `batch` (`{feature: np.int32 [B, L]}`) the one every later step trains on."""
         features = {key: batch[key] for key in sorted(self.model.train_features)}
         # Features computed with NumPy in the input pipeline are computed once here.
-        derived = getattr(self.model, "derived_features", None)
+        derived = self.model.derived_features
         if derived is not None:
             features.update(derived.compute(features))
         # On the device once, as the TensorFlow step's constants are.

@@ -28,7 +28,7 @@ from typing import Optional
 
 import keras
 
-from syntax_t2t import registry
+from syntax_t2t import criteria, registry
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.benchmarks import measure
@@ -161,6 +161,7 @@ class TrainStep:
             raise UnsupportedCase(f"model {model_name} needs {', '.join(missing)}, which the "
                                   f"synthetic batches lack")
         self.set_batch(batch)
+        self.criterion = criteria.for_model(self.model)
         self.optimizer = optimizers.make_optimizer(hparams, policy_name)
         with precision.dtype_policy(policy_name):
             self.model(self.batch, training=False)
@@ -176,7 +177,7 @@ class TrainStep:
 
         features = {key: batch[key] for key in sorted(self.model.train_features)}
         # Features computed with NumPy in the input pipeline are computed once here.
-        derived = getattr(self.model, "derived_features", None)
+        derived = self.model.derived_features
         if derived is not None:
             features.update(derived.compute(features))
         self.batch = {key: tf.constant(value) for key, value in features.items()}
@@ -188,7 +189,7 @@ class TrainStep:
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(batch, training=True)
-            loss = self.model.compute_losses(batch, outputs)["total"]
+            loss = self.criterion(batch, outputs)["total"]
             scaled = self.optimizer.scale_loss(loss)
         gradients = optimizers.dense_gradients(tape.gradient(scaled, variables))
         if self.hparams.clip_grad_norm > 0:

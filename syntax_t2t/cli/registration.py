@@ -14,10 +14,11 @@ import os
 import sys
 import types
 
-_BUILTIN_MODULES = ("syntax_t2t.problems", "syntax_t2t.hparams_sets", "syntax_t2t.models")
+_BUILTIN_MODULES = ("syntax_t2t.problems", "syntax_t2t.hparams_sets", "syntax_t2t.models",
+                    "syntax_t2t.criteria")
 #: The built-ins that build and train models: no problem, so no TensorFlow
 #: data pipeline (what `bin/bench` registers under JAX).
-MODELING_MODULES = ("syntax_t2t.hparams_sets", "syntax_t2t.models")
+MODELING_MODULES = ("syntax_t2t.hparams_sets", "syntax_t2t.models", "syntax_t2t.criteria")
 
 
 def import_all(modules: tuple[str, ...] = _BUILTIN_MODULES) -> None:

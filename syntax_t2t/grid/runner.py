@@ -69,7 +69,7 @@ from syntax_t2t.checkpointing import discovery
 from syntax_t2t.evaluation import attachment, translation
 from syntax_t2t.grid import length_penalty
 from syntax_t2t.grid.experiment import ExperimentError
-from syntax_t2t.models.parse_head import SupervisedHeadLosses
+from syntax_t2t.models.contract import HEAD_SUPERVISION
 from syntax_t2t.training import progress, validation
 from syntax_t2t.training.stop_signals import StopSignals
 
@@ -446,7 +446,7 @@ class GridRunner:
             f"--parse_to_file={output}", "--parse_decoder=mst"], "test.log")
 
     def has_parse_head(self, run):
-        return issubclass(registry.model(run.system.model), SupervisedHeadLosses)
+        return registry.model(run.system.model).criterion == HEAD_SUPERVISION
 
     def teacher_parse(self, test):
         """The teacher parser's UAS/LAS on a parse test's gold trees (parsed once per grid).

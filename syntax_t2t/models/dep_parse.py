@@ -1,11 +1,8 @@
 """DepParse (thesis 4.1): a self-attention head trained as a dependency parser."""
 
-from keras import ops
-
 from syntax_t2t import registry
-from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.contract import DEPENDENCY_HEADS
 from syntax_t2t.models.parse_head import ParseHeadTransformer
-from syntax_t2t.models.transformer import Features
 
 
 @registry.register_model("dep_parse")
@@ -19,7 +16,4 @@ class DepParse(ParseHeadTransformer):
 
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs"})
-
-    def gold_head_positions(self, features: Features, source_ids: Tensor) -> Tensor:
-        heads = self.source_heads(features, source_ids)
-        return ops.pad(heads, [[0, 0], [1, 0]], constant_values=-1)
+    head_gold = DEPENDENCY_HEADS

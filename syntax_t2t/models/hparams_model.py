@@ -5,10 +5,13 @@ from typing import Any
 import keras
 
 from syntax_t2t.hparams import HParams
+from syntax_t2t.models.contract import ModelContract
 
 
-class HParamsModel(keras.Model):
+class HParamsModel(ModelContract, keras.Model):
     """A `keras.Model` whose constructor takes `(hparams, vocab_sizes, **kwargs)`.
+
+    It follows the models contract (`contract.py`).
 
     `get_config` stores the hparams as JSON, so `from_config(get_config())`
     rebuilds the same model class with the same hparams and vocabularies.

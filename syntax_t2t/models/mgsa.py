@@ -33,9 +33,10 @@ syntactic phrases G_x (before the interaction) predicts each phrase's label (see
 UPOS tag of a single word, or the UPOS tag of a phrase's head with a "P"
 mark (NOUNP, a separate id); ids: `upos` for a word, `upos + V_upos` for a
 phrase (0 = no phrase). The extra `ROOT` phrase of a tree is its level 0,
-never a partition. `mgsa_tag_loss_reduction` ("sum", the seed's eq. 12
-balance, or "mean"; `models/loss_reduction.py`) sets L_tag's weight against
-the translation loss. With bracketed trees a constituent's label is its own
+never a partition. The loss is the criterion's (`criteria/phrase_tags.py`);
+`mgsa_tag_loss_reduction` ("sum", the seed's eq. 12 balance, or "mean";
+`criteria/reduction.py`) sets L_tag's weight against the translation loss.
+With bracketed trees a constituent's label is its own
 (NP, VP: `const` vocabulary ids, `const + V_upos`), a single word's its UPOS.
 """
 
@@ -56,7 +57,7 @@ from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.attention_terms import AttentionTerm, PhraseHeads
 from syntax_t2t.layers.multi_granularity_encoder_layer import MultiGranularityEncoderLayer
 from syntax_t2t.layers.phrase_memory import COMPOSITIONS, INTERACTIONS
-from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
+from syntax_t2t.models.contract import check_reduction
 from syntax_t2t.models.transformer import Transformer, fit_length
 
 PARTITIONS = ("ngram", "syntactic")
@@ -196,6 +197,7 @@ class MultiGranularitySelfAttention(Transformer):
 
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs", "src_heads"})
+    criterion = "phrase_tags"
 
     def __init__(self, hparams, vocab_sizes: Mapping[str, int], **kwargs):
         self._configure(hparams)
@@ -341,36 +343,3 @@ class MultiGranularitySelfAttention(Transformer):
             bottom = encoded["phrase_composition"][0]
             outputs["phrase_tag_logits"] = ops.cast(self.tag_classifier(bottom), "float32")
         return outputs
-
-    def compute_losses(self, features, outputs):
-        result = super().compute_losses(features, outputs)
-        if self.tag_classifier is None:
-            return result
-        length = ops.shape(outputs["phrase_tag_logits"])[2]
-        _, tag_heads, tag_kinds = self.syntactic_features(features, length)
-        tags = phrase_tags(tag_heads, tag_kinds, fit_length(features["src_upos"], length, 0),
-                           self.vocab_size("upos"))
-        result["phrase_tag"] = phrase_tag_loss(
-            outputs["phrase_tag_logits"], tags, self.tag_loss_reduction,
-            target_tokens(features["targets"]))
-        result["total"] = result["nmt"] + self.hparams.mgsa_tag_loss_weight * result["phrase_tag"]
-        return result
-
-
-def phrase_tag_loss(logits, tags, reduction: str = "mean", num_target_tokens=None):
-    """Cross-entropy of the phrase tags over the slots that hold a phrase.
-
-    Args:
-        logits: float [B, K, S, T].
-        tags: int [B, K, S]; 0 = no phrase.
-        reduction: `"mean"` over the phrases, or `"sum"` over them divided by
-            the batch's target tokens (`models/loss_reduction.py`).
-        num_target_tokens: float32 scalar, for `"sum"`.
-
-    Returns:
-        float32 scalar (0 without phrases).
-    """
-    tags = ops.cast(tags, "int32")
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    losses = -ops.take_along_axis(log_probs, tags[..., None], axis=-1)[..., 0]
-    return reduce_loss(losses, tags > 0, reduction, num_target_tokens)

@@ -25,10 +25,11 @@ combinable:
   encoder state (source) and each decoder state (target: the state that
   predicts word y_t predicts d(y_t)), trained with the distance-aware loss
   (eq. 17-20): `total = L_NMT + nsd_loss_weight * sum over sides of
-  (L_ent_dist + L_dist)` (`L_dist` only with `nsd_distance_loss`), see
-  `distance_losses`. `nsd_entropy_loss_reduction` and
-  `nsd_distance_loss_reduction` ("sum", the seed's balance, or "mean"; see
-  `models/loss_reduction.py`) set each term's weight against L_NMT.
+  (L_ent_dist + L_dist)` (`L_dist` only with `nsd_distance_loss`), the
+  model's criterion (`criteria/nsd_distances.py`).
+  `nsd_entropy_loss_reduction` and `nsd_distance_loss_reduction` ("sum",
+  the seed's balance, or "mean"; see `criteria/reduction.py`) set each
+  term's weight against L_NMT.
 
 Target side as input. The decoder input at position t is the previous word
 y_{t-1} with its distance d(y_{t-1}) (gold in training, the targets'
@@ -62,7 +63,7 @@ from syntax_t2t.data.derived_features import DerivedFeatures, require_derived
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.syntactic_position import SyntacticPositionEncoding
-from syntax_t2t.models.loss_reduction import check_reduction, reduce_loss, target_tokens
+from syntax_t2t.models.contract import check_reduction
 from syntax_t2t.models.transformer import Transformer, fit_length, shift_right
 
 DISTANCES = {
@@ -115,58 +116,12 @@ def dependency_distances(heads):
     return ops.where(heads >= 0, positions - heads, 0)
 
 
-def distance_losses(logits, gold_ids, max_distance: int, entropy_reduction: str = "mean",
-                    distance_reduction: str = "mean", num_target_tokens=None):
-    """The distance-aware losses of the seed's eq. 19-20 for one side.
-
-    The predicted distance of word i is the expectation of its softmax,
-    `d^_i = sum_c p(c | h_i) (c - k - 1)`, which keeps L_dist differentiable.
-    L_dist is the squared error over words plus the ranking hinge
-    `[1 - sign(d_i - d_j)(d^_i - d^_j)]_+` over word pairs i < j (pairs of
-    equal gold distances have sign 0 and cost 1, as in the equation).
-    Reductions (`models/loss_reduction.py`): `"sum"` sums each term over the
-    batch and divides by its target tokens (the seed's sums, as OpenNMT
-    normalised them); `"mean"` averages the cross-entropy and the squared
-    error over words and the hinge over pairs.
-
-    Args:
-        logits: float [B, S, 2k + 1] scores of the distance ids 1 .. 2k + 1
-            (gold distance d has id d + k + 1).
-        gold_ids: int [B, S], 0 = no word.
-        max_distance: k.
-        entropy_reduction, distance_reduction: of L_ent_dist and L_dist.
-        num_target_tokens: float32 scalar, for the `"sum"` reductions.
-
-    Returns:
-        `(L_ent_dist, L_dist)`, float32 scalars.
-    """
-    logits = ops.cast(logits, "float32")
-    gold_ids = ops.cast(gold_ids, "int32")
-    words = ops.cast(gold_ids > 0, "float32")
-    log_probs = ops.log_softmax(logits, axis=-1)
-    classes = ops.maximum(gold_ids - 1, 0)
-    cross_entropy = -ops.take_along_axis(log_probs, classes[..., None], axis=-1)[..., 0]
-    entropy_loss = reduce_loss(cross_entropy, words, entropy_reduction, num_target_tokens)
-
-    values = ops.arange(-max_distance, max_distance + 1, dtype="float32")
-    predicted = ops.sum(ops.softmax(logits, axis=-1) * values, axis=-1)  # [B, S]
-    gold = ops.cast(gold_ids - max_distance - 1, "float32")
-    squared = reduce_loss(ops.square(gold - predicted), words, distance_reduction,
-                          num_target_tokens)
-    gold_order = ops.sign(gold[:, :, None] - gold[:, None, :])
-    hinge = ops.relu(1.0 - gold_order * (predicted[:, :, None] - predicted[:, None, :]))
-    positions = ops.arange(ops.shape(gold_ids)[1], dtype="int32")
-    later = ops.cast(positions[None, :] > positions[:, None], "float32")  # [i, j]: j > i
-    pairs = words[:, :, None] * words[:, None, :] * later[None]
-    ranking = reduce_loss(hinge, pairs, distance_reduction, num_target_tokens)
-    return entropy_loss, squared + ranking
-
-
 @registry.register_model("nsd")
 class NeuralSyntacticDistance(Transformer):
     """Transformer with neural syntactic distances as input, encoding and output."""
 
     train_features = frozenset({"inputs", "targets", "src_heads"})
+    criterion = "syntactic_distances"
     decode_features = frozenset({"inputs", "src_heads"})
 
     def __init__(self, hparams, vocab_sizes: Mapping[str, int], **kwargs):
@@ -473,26 +428,3 @@ class NeuralSyntacticDistance(Transformer):
             outputs["nsd_logits"] = ops.cast(self.distance_predictor(encoded["outputs"]),
                                              "float32")
         return outputs
-
-    def compute_losses(self, features, outputs):
-        """`nmt`, per side `nsd[_target]_entropy` (and `nsd[_target]_distance`), `total`."""
-        result = super().compute_losses(features, outputs)
-        hp = self.hparams
-        terms = []
-        for prefix, key, gold_ids in (("nsd", "nsd_logits", self.source_distance_ids),
-                                      ("nsd_target", "nsd_target_logits",
-                                       self.target_distance_ids)):
-            if key not in outputs:
-                continue
-            gold = gold_ids(features, ops.shape(outputs[key])[1])
-            entropy_loss, distance_loss = distance_losses(
-                outputs[key], gold, hp.nsd_max_distance, *self.loss_reductions,
-                num_target_tokens=target_tokens(features["targets"]))
-            result[f"{prefix}_entropy"] = entropy_loss
-            terms.append(entropy_loss)
-            if hp.nsd_distance_loss:
-                result[f"{prefix}_distance"] = distance_loss
-                terms.append(distance_loss)
-        if terms:
-            result["total"] = result["nmt"] + hp.nsd_loss_weight * sum(terms[1:], terms[0])
-        return result

@@ -26,7 +26,7 @@ from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers import parent_scaling
 from syntax_t2t.layers.attention_terms import AttentionTerm, ParentScaledHeads
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.contract import Tensor
 from syntax_t2t.models.transformer import Features, Transformer
 
 

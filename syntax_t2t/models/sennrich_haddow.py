@@ -35,8 +35,8 @@ from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.losses import Tensor
-from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, ROOT_ID, Features, Transformer,
+from syntax_t2t.models.contract import ROOT_ID, Tensor
+from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, Features, Transformer,
                                            fit_length)
 
 #: Factor name -> (batch feature, vocabulary in `vocab_sizes`).

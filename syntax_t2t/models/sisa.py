@@ -26,9 +26,9 @@ from syntax_t2t import registry
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers.attention_terms import AttentionTerm, BiaffineHead
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.losses import Tensor
-from syntax_t2t.models.parse_head import SupervisedHeadLosses, check_parse_loss_hparams
-from syntax_t2t.models.transformer import Features, Transformer
+from syntax_t2t.models.contract import (HEAD_SUPERVISION, PARENTS, SupervisedHead, Tensor,
+                                        check_parse_loss_hparams)
+from syntax_t2t.models.transformer import Transformer
 
 
 def parent_targets(heads: Tensor, words: Optional[Tensor] = None) -> Tensor:
@@ -52,7 +52,7 @@ def parent_targets(heads: Tensor, words: Optional[Tensor] = None) -> Tensor:
 
 
 @registry.register_model("sisa")
-class Sisa(SupervisedHeadLosses, Transformer):
+class Sisa(Transformer):
     """Transformer with one bi-affine encoder head supervised to attend to parents.
 
     Trees are needed for training only (`src_heads`; with
@@ -62,6 +62,7 @@ class Sisa(SupervisedHeadLosses, Transformer):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs"})
     head_logits_key = "sisa_logits"
+    criterion = HEAD_SUPERVISION
     #: Reads `src_word_position` with `source_word_positions` (bin/train warns when off).
     reads_word_positions = True
 
@@ -91,12 +92,11 @@ class Sisa(SupervisedHeadLosses, Transformer):
         hp = self.hparams
         return hp.sisa_head if layer_index == hp.sisa_layer else super().parse_head(layer_index)
 
-    def gold_head_positions(self, features: Features, source_ids: Tensor) -> Tensor:
-        """The gold parent position of each source position, -1 where none: int32 [B, S]."""
-        heads = self.source_heads(features, source_ids)
-        words = word_positions.word_positions(self, features, ops.shape(source_ids)[1])
-        return parent_targets(heads, words)
+    def supervised_head(self) -> SupervisedHead:
+        """The bi-affine head's `"sisa_logits"` against the parents (`parent_targets`).
 
-    def parse_loss_weight(self) -> float:
-        """`sisa_loss_weight`: the parent loss (in the `parse_loss` form) weighs this much."""
-        return self.hparams.sisa_loss_weight
+        The parent loss, in the `parse_loss` form, weighs `sisa_loss_weight`.
+        """
+        hp = self.hparams
+        return SupervisedHead(self.head_logits_key, PARENTS, hp.sisa_loss_weight,
+                              hp.parse_loss, hp.parse_label_smoothing)

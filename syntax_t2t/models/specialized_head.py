@@ -7,8 +7,8 @@ from keras import ops
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.layers.attention_terms import AttentionTerm, SpecializedHeads
 from syntax_t2t.layers.embedding import TokenEmbedding
-from syntax_t2t.models.losses import Tensor
-from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, ROOT_ID, Features, Transformer,
+from syntax_t2t.models.contract import ROOT_ID, Tensor
+from syntax_t2t.models.transformer import (EOS_ID, PAD_ID, Features, Transformer,
                                            fit_length)
 
 TAG_FEATURES = frozenset({"src_deprel", "src_upos", "src_xpos"})

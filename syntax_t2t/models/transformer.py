@@ -28,8 +28,9 @@ source embeddings), `target_embedding_size` / `decoder_states` /
 distances), `encoder_layer_class` / `encoder_layer_options` /
 `encoder_layer_inputs` (another encoder block, its arguments and the
 batch-derived inputs it takes: MG-SA's phrase partitions),
-`compute_losses`; and the class attributes `train_features`,
-`decode_features` and `prefix_root`.
+`supervised_head` (a head trained against a gold); and the contract's
+class attributes (`contract.py`): `train_features`, `decode_features`,
+`prefix_root`, `criterion` (the losses, `syntax_t2t/criteria/`).
 
 Decoding: `encode` once, `decoder_memory` once (the encoder-decoder keys and
 values, the same for every beam), then `decode_step` per position with a
@@ -50,15 +51,12 @@ from syntax_t2t.layers.decoder_layer import TransformerDecoderLayer
 from syntax_t2t.layers.embedding import TokenEmbedding
 from syntax_t2t.layers.encoder_layer import TransformerEncoderLayer
 from syntax_t2t.layers.position_encoding import SinusoidalPositionEncoding
-from syntax_t2t.models import losses
+from syntax_t2t.models.contract import Features, Tensor
 from syntax_t2t.models.hparams_model import HParamsModel
-from syntax_t2t.models.losses import Tensor
 
-PAD_ID, EOS_ID, ROOT_ID = 0, 1, 3
+PAD_ID, EOS_ID = 0, 1
 POSITION_ENCODINGS = ("sinusoid", "none")
 RELATIVE = "relative"
-#: A batch: feature name -> int tensor [B, ...].
-Features = Mapping[str, Tensor]
 
 
 def fit_length(values: Tensor, length: Any, pad_value: int) -> Tensor:
@@ -105,18 +103,8 @@ class Transformer(HParamsModel):
         KeyError: `vocab_sizes` lacks a vocabulary the model needs.
     """
 
-    #: Batch keys needed for training.
-    train_features = frozenset({"inputs", "targets"})
-    #: Batch keys needed for decoding.
-    decode_features = frozenset({"inputs"})
-    #: Whether the source gets a `<ROOT>` (id 3) prefix inside the model.
-    prefix_root = False
     #: The id fed to `decode_step` at step 0 (targets are shifted right with padding).
     decode_start_id = PAD_ID
-    #: Output key of an encoder head's logits: `"parse_logits"` are scores over
-    #: the `<ROOT>`-prefixed source (the models contract); heads scored in
-    #: another frame (SISA) use their own key.
-    head_logits_key = "parse_logits"
 
     def __init__(self, hparams: HParams, vocab_sizes: Mapping[str, int], **kwargs):
         super().__init__(**kwargs)
@@ -313,13 +301,6 @@ class Transformer(HParamsModel):
         return self._embed(self.source_embedding, source_ids, 0, training)
 
     # ------------------------------------------------------------- encoding
-
-    def source_ids(self, features: Features) -> Tensor:
-        """`inputs`, `<ROOT>`-prefixed for parse models: int32 [B, S'] (S' = S or S + 1)."""
-        ids = ops.cast(features["inputs"], "int32")
-        if self.prefix_root:
-            ids = ops.pad(ids, [[0, 0], [1, 0]], constant_values=ROOT_ID)
-        return ids
 
     def source_heads(self, features: Features, source_ids: Tensor) -> Tensor:
         """`src_heads` fitted to the words of `source_ids`: int32 [B, S], -1 = no word.
@@ -531,9 +512,3 @@ class Transformer(HParamsModel):
             if key in encoded:
                 outputs[key] = encoded[key]
         return outputs
-
-    def compute_losses(self, features: Features, outputs: Mapping[str, Tensor]) -> dict:
-        """Scalar float32 losses: `"nmt"` and `"total"` (the same here)."""
-        nmt = losses.label_smoothed_cross_entropy(
-            outputs["logits"], features["targets"], self.hparams.label_smoothing)
-        return {"nmt": nmt, "total": nmt}

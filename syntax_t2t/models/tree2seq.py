@@ -37,7 +37,8 @@ state (input feeding, eq. 14):
 Output. `softmax="blackout"` trains the output layer with BlackOut (Ji et
 al. 2016; `blackout_samples` K, `blackout_beta`), `softmax="full"` with the
 full softmax and `label_smoothing`; inference and evaluation always use the
-full softmax. The training objective (`"total"`) is eq. 9's with
+full softmax. The training objective (`"total"`, the criterion
+`criteria/tree2seq.py`) is eq. 9's with
 `loss_normalization="sentence"`: the mean over the batch's sentences of
 each sentence's summed token losses, the scale for which the paper's SGD
 learning rate of 1.0 is meant; `"token"` averages over tokens instead.
@@ -68,7 +69,6 @@ from syntax_t2t.data.tree import DependencyTree, TreeError
 from syntax_t2t.hparams import HParamsError
 from syntax_t2t.layers.blackout import BlackOut
 from syntax_t2t.layers.tree_lstm import BinaryTreeLSTM, BinaryTreeLSTMCell, root_states
-from syntax_t2t.models import losses
 from syntax_t2t.models.hparams_model import HParamsModel
 from syntax_t2t.models.transformer import fit_length, shift_right
 
@@ -179,6 +179,7 @@ class Tree2Seq(HParamsModel):
     train_features = frozenset({"inputs", "targets", "src_heads"})
     decode_features = frozenset({"inputs", "src_heads"})
     decode_start_id = PAD_ID
+    criterion = "tree2seq"
     #: Whether the encoder has the tree part (`models/anmt.py` is the model without).
     uses_trees = True
 
@@ -417,7 +418,8 @@ class Tree2Seq(HParamsModel):
         Returns:
             dict with `"logits"` float32 [B, T, V] (the full softmax's) and,
             when training with BlackOut, `"softmax_inputs"` [B, T, d], the
-            states `compute_losses` samples the BlackOut loss from.
+            states its criterion (`criteria/tree2seq.py`) samples the BlackOut
+            loss from.
         """
         encoded = self.encode(features, training=training)
         outputs = self.decoder_outputs(features["targets"], encoded, training=training)
@@ -425,24 +427,3 @@ class Tree2Seq(HParamsModel):
         if training and self.hparams.softmax == "blackout":
             result["softmax_inputs"] = outputs
         return result
-
-    def compute_losses(self, features: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict:
-        """Scalar float32 losses `"nmt"` and `"total"` (module docstring).
-
-        The token loss is BlackOut's in BlackOut training, otherwise the
-        label-smoothed cross-entropy of the full softmax. `"nmt"` is its
-        mean per target token; `"total"`, the objective, its mean per
-        sentence (`loss_normalization="sentence"`) or per token.
-        """
-        targets = features["targets"]
-        if "softmax_inputs" in outputs:
-            nmt = self.output_layer.loss(outputs["softmax_inputs"], targets)
-        else:
-            nmt = losses.label_smoothed_cross_entropy(
-                outputs["logits"], targets, self.hparams.label_smoothing)
-        if self.hparams.loss_normalization == "token":
-            return {"nmt": nmt, "total": nmt}
-        is_token = ops.not_equal(ops.cast(targets, "int32"), PAD_ID)
-        tokens = ops.sum(ops.cast(is_token, "float32"))
-        sentences = ops.sum(ops.cast(ops.any(is_token, axis=1), "float32"))
-        return {"nmt": nmt, "total": nmt * tokens / ops.maximum(sentences, 1.0)}

@@ -25,7 +25,7 @@ from keras import ops
 
 from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.models import word_positions
-from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.contract import Tensor
 from syntax_t2t.models.transformer import Features, Transformer
 
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from keras import ops
 
-from syntax_t2t.models.losses import Tensor
+from syntax_t2t.models.contract import Tensor
 from syntax_t2t.models.transformer import PAD_ID, Features, fit_length
 
 WORD_POSITION = "src_word_position"

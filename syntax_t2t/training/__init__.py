@@ -12,7 +12,7 @@
 | `stop_signals.py` | SIGINT/SIGTERM as a request to save and stop (`TrainingInterrupted`) |
 | `nonfinite.py` | refusing non-finite updates: stop naming the step, or skip the batch |
 | `run_directory.py` | `hparams.json` and `flags.txt` of a run, conflicts on resume |
-| `metrics.py` | token accuracy and attachment counts of dev batches |
+| `metrics.py` | token accuracy of dev batches (a criterion counts attachments: `criteria/`) |
 | `progress.py` | progress lines and TensorBoard scalars |
 | `validation.py` | the history of dev evaluations, the best checkpoint, early stopping; dev decoding, plots and saving are handed in |
 """

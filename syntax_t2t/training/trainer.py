@@ -5,9 +5,11 @@
     trainer.train(train_dataset, train_steps=250_000,
                   eval_dataset=dev_dataset, eval_every=1000, eval_steps=100)
 
-The model follows the contract in docs/design.md: `train_features`,
-`call(features, training)` -> `{"logits", maybe "parse_logits"}` and
-`compute_losses(features, outputs)` -> `{"nmt", maybe "parse", "total"}`.
+The model follows the models contract (`models/contract.py`,
+docs/design.md): `train_features`, `derived_features`, `call(features,
+training)` -> `{"logits", ...}`; its criterion (`criteria.for_model`, or
+the one handed in) turns the outputs into `{"nmt", maybe "parse", "total"}`,
+the scalars logged beside them and the counts evaluation sums (UAS).
 
 Everything per step happens inside one `tf.function`: the forward and
 backward pass on every replica, the optimizer update, and the running sums
@@ -39,17 +41,27 @@ Faults:
 """
 
 import time
+from typing import Any, Callable, Optional
 
+import keras
 import tensorflow as tf
 from absl import logging
 
+from syntax_t2t import criteria
+from syntax_t2t.criteria.base import Criterion
+from syntax_t2t.hparams import HParams
+from syntax_t2t.models.contract import ModelContract
 from syntax_t2t.training import (accumulation, checkpoints, distribution, metrics, nonfinite,
                                  optimizers, precision, progress)
 from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
+from syntax_t2t.training.validation import Validation
+
+#: A batch: feature name -> tensor.
+Batch = dict[str, Any]
 
 
 class ModelContractError(TypeError):
-    """A model's outputs or losses do not follow the models contract."""
+    """A model, its outputs or its losses do not follow the models contract."""
 
 
 class Trainer:
@@ -72,12 +84,19 @@ class Trainer:
         skip_nonfinite_batches: skip (and count) a batch whose loss or
             gradient is not finite instead of stopping with
             `NonFiniteLossError`.
+        criterion: what the model is trained against; the criterion the
+            model declares (`criteria.for_model`) if None.
+
+    Raises:
+        ModelContractError: the model does not derive from `ModelContract`.
     """
 
-    def __init__(self, build_model, hparams, output_dir, *, strategy=None,
-                 policy_name="float32", jit_compile=False, keep_checkpoint_max=20,
-                 save_checkpoints_steps=1000, log_step_count_steps=100,
-                 skip_nonfinite_batches=False):
+    def __init__(self, build_model: Callable[[], keras.Model], hparams: HParams, output_dir: str,
+                 *, strategy: Optional[tf.distribute.Strategy] = None,
+                 policy_name: str = "float32", jit_compile: bool = False,
+                 keep_checkpoint_max: int = 20, save_checkpoints_steps: int = 1000,
+                 log_step_count_steps: int = 100, skip_nonfinite_batches: bool = False,
+                 criterion: Optional[Criterion] = None):
         self.hparams = hparams
         self.output_dir = output_dir
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -90,6 +109,11 @@ class Trainer:
         with self.strategy.scope():
             with precision.dtype_policy(policy_name):
                 self.model = build_model()
+            if not isinstance(self.model, ModelContract):
+                raise ModelContractError(
+                    f"model {type(self.model).__name__} does not follow the models contract: "
+                    f"derive it from syntax_t2t.models.contract.ModelContract")
+            self.criterion = criterion or criteria.for_model(self.model)
             self.optimizer = optimizers.make_optimizer(hparams, policy_name)
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
             # Batches refused for a non-finite loss, and the first one's step
@@ -123,7 +147,7 @@ class Trainer:
         dataset = dataset.map(lambda batch: {key: batch[key] for key in keys},
                               num_parallel_calls=tf.data.AUTOTUNE)
         # Features the model computes with NumPy (pipeline.DerivedFeatures).
-        derived = getattr(self.model, "derived_features", None)
+        derived = self.model.derived_features
         return dataset if derived is None else derived.add_to(dataset)
 
     def _local_batch(self, distributed_batch):
@@ -131,7 +155,7 @@ class Trainer:
         return tf.nest.map_structure(
             lambda value: self.strategy.experimental_local_results(value)[0], distributed_batch)
 
-    def build(self, batch):
+    def build(self, batch: Batch) -> None:
         """Creates the model's and optimizer's variables by running one batch eagerly.
 
         Also checks the model's outputs and losses against the contract, so
@@ -149,11 +173,11 @@ class Trainer:
                 raise ModelContractError(
                     f"model {type(self.model).__name__} must return a dict with 'logits', got "
                     f"{sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__}")
-            losses = self.model.compute_losses(batch, outputs)
+            losses = self.criterion(batch, outputs)
             if "total" not in losses:
                 raise ModelContractError(
-                    f"model {type(self.model).__name__}.compute_losses must return 'total', "
-                    f"got {sorted(losses)}")
+                    f"the criterion {type(self.criterion).__name__} of model "
+                    f"{type(self.model).__name__} must return 'total', got {sorted(losses)}")
             diagnostics = self._diagnostics(batch, outputs, losses)
             self._diagnostic_names = tuple(sorted(diagnostics))
             self.optimizer.build(self.model.trainable_variables)
@@ -167,12 +191,9 @@ class Trainer:
         self._loss_names = tuple(sorted(losses))
 
     def _diagnostics(self, batch, outputs, losses):
-        """The model's `training_diagnostics` (scalars logged beside the losses), or {}."""
-        function = getattr(self.model, "training_diagnostics", None)
-        if function is None:
-            return {}
+        """The criterion's diagnostics (scalars logged beside the losses)."""
         return {name: tf.cast(value, tf.float32)
-                for name, value in function(batch, outputs, losses).items()}
+                for name, value in self.criterion.diagnostics(batch, outputs, losses).items()}
 
     # Compiled steps --------------------------------------------------------
 
@@ -181,7 +202,7 @@ class Trainer:
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         with tf.GradientTape() as tape:
             outputs = self.model(batch, training=True)
-            losses = self.model.compute_losses(batch, outputs)
+            losses = self.criterion(batch, outputs)
             # The optimizer sums the replicas' gradients: each contributes its
             # share of the mean.
             loss = self.optimizer.scale_loss(losses["total"] / replicas)
@@ -239,37 +260,17 @@ class Trainer:
     def _eval_counts(self, batch):
         """One replica's losses and metric counts."""
         outputs = self.model(batch, training=False)
-        losses = self.model.compute_losses(batch, outputs)
+        losses = self.criterion(batch, outputs)
         counts = {f"loss/{name}": tf.cast(losses[name], tf.float32) for name in self._loss_names}
         counts.update({f"diagnostics/{name}": value
                        for name, value in self._diagnostics(batch, outputs, losses).items()})
         counts["batches"] = tf.constant(1.0)
         counts["correct_tokens"], counts["target_tokens"] = metrics.token_accuracy_counts(
             outputs["logits"], batch["targets"])
-        head_logits = outputs.get(getattr(self.model, "head_logits_key", "parse_logits"))
-        gold = self._gold_head_positions(batch, head_logits)
-        if gold is not None:
-            counts["correct_heads"], counts["words"] = metrics.head_selection_counts(
-                head_logits, gold)
+        # The criterion's counts: a supervised head's attachments (UAS).
+        counts.update({name: tf.cast(value, tf.float32)
+                       for name, value in self.criterion.eval_counts(batch, outputs).items()})
         return counts
-
-    def _gold_head_positions(self, batch, head_logits):
-        """The gold head position of each row of the supervised head's logits, or None.
-
-        A model with a supervised attention head returns its logits under
-        `head_logits_key` ("parse_logits", over the `<ROOT>`-prefixed
-        source, by default) and may define the gold in that frame with
-        `gold_head_positions(features, source_ids)` (DiagonalParse: the
-        previous token; SISA: parents in the unprefixed source). Otherwise
-        the gold tree's `src_heads` is the gold of "parse_logits".
-        """
-        if head_logits is None:
-            return None
-        if hasattr(self.model, "gold_head_positions") and hasattr(self.model, "source_ids"):
-            return self.model.gold_head_positions(batch, self.model.source_ids(batch))
-        if "src_heads" in batch:
-            return metrics.gold_positions_from_heads(batch["src_heads"], tf.shape(head_logits)[1])
-        return None
 
     def _distributed_eval_step(self, batch):
         per_replica = self.strategy.run(self._eval_counts, args=(batch,))
@@ -307,7 +308,7 @@ class Trainer:
 
     # Loops ---------------------------------------------------------------
 
-    def evaluate(self, dataset, steps):
+    def evaluate(self, dataset: tf.data.Dataset, steps: int) -> dict[str, float]:
         """Evaluates on at most `steps` batches of `dataset` (all when `steps <= 0`).
 
         Returns:
@@ -355,7 +356,7 @@ class Trainer:
         return losses, values["tokens"], values["steps"]
 
     @property
-    def nonfinite_batches(self):
+    def nonfinite_batches(self) -> int:
         """How many batches this trainer refused for a non-finite loss or gradient."""
         return int(self._nonfinite_batches.numpy())
 
@@ -423,8 +424,9 @@ class Trainer:
                 logging.info("dev loss %.4f is worse than at the previous evaluation: learning "
                              "rate halved to %.3g", results["loss/total"], self._learning_rate())
 
-    def train(self, train_dataset, train_steps, eval_dataset=None, eval_every=0, eval_steps=100,
-              validation=None):
+    def train(self, train_dataset: tf.data.Dataset, train_steps: int,
+              eval_dataset: Optional[tf.data.Dataset] = None, eval_every: int = 0,
+              eval_steps: int = 100, validation: Optional[Validation] = None) -> dict[str, float]:
         """Trains until the global step reaches `train_steps`, resuming from the newest checkpoint.
 
         Args:

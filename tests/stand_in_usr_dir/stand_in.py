@@ -1,13 +1,17 @@
-"""Tiny stand-in models that follow the models contract of docs/design.md.
+"""Tiny stand-in models that follow the models contract (`syntax_t2t/models/contract.py`).
 
 Test fixtures for the trainer: small enough to train in seconds on a CPU,
 yet real Keras models with embeddings, dropout, a softmax output and (for the
-parser) a bilinear head over the `<ROOT>`-prefixed source. Not part of the
-library; `__init__.py` registers them when this directory is a `--usr_dir`.
+parser) a bilinear head over the `<ROOT>`-prefixed source. Each brings a
+criterion of its own, as a user's model with its own loss does. Not part of
+the library; `__init__.py` registers them when this directory is a `--usr_dir`.
 """
 
 import keras
 from keras import ops
+
+from syntax_t2t.criteria import Criterion
+from syntax_t2t.models.contract import ModelContract
 
 ROOT_ID = 3
 
@@ -20,11 +24,34 @@ def masked_cross_entropy(labels, logits, mask):
     return ops.sum(losses * mask) / ops.maximum(ops.sum(mask), 1.0)
 
 
-class StandInTranslator(keras.Model):
+class TranslationLoss(Criterion):
+    """`"nmt"` = `"total"`: the mean cross-entropy over non-padding targets."""
+
+    def __call__(self, features, outputs):
+        targets = features["targets"]
+        nmt = masked_cross_entropy(targets, outputs["logits"], ops.not_equal(targets, 0))
+        return {"nmt": nmt, "total": nmt}
+
+
+class TranslationAndParseLoss(TranslationLoss):
+    """Adds `"parse"`, the parse head's cross-entropy at the gold heads, weighted into `"total"`."""
+
+    def __call__(self, features, outputs):
+        losses = super().__call__(features, outputs)
+        heads = features["src_heads"]
+        rows = outputs["parse_logits"][:, 1:ops.shape(heads)[1] + 1, :]
+        parse = masked_cross_entropy(heads, rows, ops.greater_equal(heads, 0))
+        losses["parse"] = parse
+        losses["total"] = losses["nmt"] + self.model.parse_loss_weight * parse
+        return losses
+
+
+class StandInTranslator(ModelContract, keras.Model):
     """Predicts each target token from the previous one and the mean source embedding."""
 
     train_features = frozenset({"inputs", "targets"})
     decode_features = frozenset({"inputs"})
+    criterion = TranslationLoss
 
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(**kwargs)
@@ -59,16 +86,12 @@ class StandInTranslator(keras.Model):
         hidden = self.dropout(hidden, training=training)
         return {"logits": ops.cast(self.output_layer(hidden), "float32")}
 
-    def compute_losses(self, features, outputs):
-        targets = features["targets"]
-        nmt = masked_cross_entropy(targets, outputs["logits"], ops.not_equal(targets, 0))
-        return {"nmt": nmt, "total": nmt}
-
 
 class StandInParser(StandInTranslator):
     """Adds a bilinear parse head over the `<ROOT>`-prefixed source embeddings."""
 
     train_features = frozenset({"inputs", "targets", "src_heads"})
+    criterion = TranslationAndParseLoss
 
     def __init__(self, hparams, vocab_sizes, **kwargs):
         super().__init__(hparams, vocab_sizes, **kwargs)
@@ -90,12 +113,3 @@ class StandInParser(StandInTranslator):
         is_token = ops.not_equal(prefixed, 0)[:, None, :]
         outputs["parse_logits"] = ops.where(is_token, scores, -1e9)
         return outputs
-
-    def compute_losses(self, features, outputs):
-        losses = super().compute_losses(features, outputs)
-        heads = features["src_heads"]
-        rows = outputs["parse_logits"][:, 1:ops.shape(heads)[1] + 1, :]
-        parse = masked_cross_entropy(heads, rows, ops.greater_equal(heads, 0))
-        losses["parse"] = parse
-        losses["total"] = losses["nmt"] + self.parse_loss_weight * parse
-        return losses

@@ -1,52 +1,26 @@
-"""The training losses of the models: translation and head selection."""
+"""Head supervision (thesis 4.1-4.2, SISA): an encoder attention head trained as a head selector.
+
+fairseq's `label_smoothed_cross_entropy_with_alignment` supervises an
+attention with gold alignments beside the translation loss; here the gold
+is each position's head (`head_gold.py`), the head's rows are read as
+Dozat and Manning's head-selection distributions, and the total is
+`nmt + weight * parse` (`models/contract.SupervisedHead`: the weight, the
+`parse_loss` form and its smoothing).
+"""
 
 import math
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from keras import ops
 
-#: A backend tensor (TensorFlow, JAX) or anything `keras.ops` converts (NumPy arrays).
-Tensor = Any
+from syntax_t2t.criteria import head_gold
+from syntax_t2t.criteria.translation import Translation
+from syntax_t2t.models.contract import PARSE_LOSSES, Features, SupervisedHead, Tensor
 
-PAD_ID = 0
 # Attention logits at or below half of this are masked keys (layers/attention.py).
 MASKED = -1e9
-
-
-def label_smoothed_cross_entropy(logits: Tensor, targets: Tensor,
-                                 label_smoothing: float) -> Tensor:
-    """T2T's label-smoothed cross-entropy per target token, padding masked.
-
-    The gold token gets probability `1 - eps` and every other token
-    `eps / (V - 1)`. As T2T's `smoothing_cross_entropy`, the minimum value
-    of the smoothed cross-entropy (the entropy of the soft targets) is
-    subtracted, so a perfect model scores 0; this shifts the loss by a
-    constant and leaves the gradients unchanged. With `eps = 0` the result
-    is the plain negative log-likelihood per token. The soft targets are
-    never materialised: the sum over the vocabulary is the gold term plus
-    `eps / (V - 1)` times the sum of all log-probabilities.
-
-    Args:
-        logits: float [B, T, V].
-        targets: int [B, T], 0 = padding.
-        label_smoothing: eps in [0, 1).
-
-    Returns:
-        float32 scalar: the mean over non-padding target tokens.
-    """
-    logits = ops.cast(logits, "float32")
-    targets = ops.cast(targets, "int32")
-    vocab_size = ops.cast(ops.shape(logits)[-1], "float32")
-    log_probs = ops.log_softmax(logits, axis=-1)
-    confidence = 1.0 - label_smoothing
-    low = label_smoothing / (vocab_size - 1.0)
-    gold = ops.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
-    cross_entropy = -(confidence - low) * gold - low * ops.sum(log_probs, axis=-1)
-    minimum = -(confidence * math.log(confidence)
-                + (vocab_size - 1.0) * low * ops.log(low + 1e-20))
-    weights = ops.cast(ops.not_equal(targets, PAD_ID), "float32")
-    total = ops.sum((cross_entropy - minimum) * weights)
-    return total / ops.maximum(ops.sum(weights), 1.0)
+#: The default `parse_label_smoothing` of each form (`None` in the hparams).
+PARSE_LABEL_SMOOTHING = {"logits": 0.0, "attention": 0.1}
 
 
 def head_selection_cross_entropy(logits: Tensor, gold_heads: Tensor,
@@ -93,12 +67,6 @@ def head_selection_cross_entropy(logits: Tensor, gold_heads: Tensor,
         log_probs = ops.log_softmax(logits, axis=-1)
         cross_entropy = -ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
     return ops.sum(cross_entropy * weights) / ops.maximum(ops.sum(weights), 1.0)
-
-
-#: `parse_loss` values: what the parse head's cross-entropy is taken of.
-PARSE_LOSSES = ("logits", "attention")
-#: The default `parse_label_smoothing` of each form (`None` in the hparams).
-PARSE_LABEL_SMOOTHING = {"logits": 0.0, "attention": 0.1}
 
 
 def parse_loss(logits: Tensor, gold_heads: Tensor, form: str,
@@ -154,3 +122,47 @@ def attention_entropy(logits: Tensor, gold_heads: Tensor) -> Tensor:
     entropy = -ops.sum(probs * ops.log_softmax(logits, axis=-1), axis=-1)
     weights = ops.cast(ops.cast(gold_heads, "int32") >= 0, "float32")
     return ops.sum(entropy * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+
+class HeadSupervision(Translation):
+    """`"nmt"`, `"parse"` and `"total"` = nmt + weight * parse for `model.supervised_head()`.
+
+    Diagnostics: `"parse_share"`, the weighted parse loss's share of the
+    total, and `"parse_entropy"`, the mean entropy (nats) of the head's
+    scored rows, to see whether the head is still near uniform attention.
+    Evaluation counts the head's attachments against the same gold.
+    """
+
+    def __init__(self, model: Any):
+        super().__init__(model)
+        if model.supervised_head() is None:
+            raise ValueError(f"model {type(model).__name__} supervises no attention head")
+
+    @property
+    def head(self) -> SupervisedHead:
+        """The model's supervised head, read from its hparams when the losses are taken."""
+        return self.model.supervised_head()
+
+    def gold(self, features: Features) -> Tensor:
+        """int32 [B, S'], the gold head position of each row of the head's logits."""
+        return head_gold.gold_head_positions(self.model, features)
+
+    def __call__(self, features: Features, outputs: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        result = super().__call__(features, outputs)
+        head = self.head
+        parse = parse_loss(outputs[head.logits_key], self.gold(features), head.form,
+                           head.label_smoothing)
+        result["parse"] = parse
+        weight = ops.cast(head.weight, "float32")
+        result["total"] = result["nmt"] + weight * parse
+        return result
+
+    def diagnostics(self, features: Features, outputs: Mapping[str, Tensor],
+                    losses: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        weighted = ops.cast(self.head.weight, "float32") * losses["parse"]
+        return {"parse_share": weighted / ops.maximum(losses["total"], 1e-9),
+                "parse_entropy": attention_entropy(outputs[self.head.logits_key],
+                                                   self.gold(features))}
+
+    def eval_counts(self, features: Features, outputs: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        return head_gold.attachment_counts(outputs[self.head.logits_key], self.gold(features))

@@ -6,7 +6,8 @@ L_dist over words and O(n^2) word pairs and L_ent_dist over words (eq.
 17-20), added to a translation loss that is itself a sum over target words.
 Their toolkits (T2T for MG-SA, OpenNMT for NSD) divide the whole objective
 by the number of target tokens in the batch, which gives the per-token mean
-translation loss `label_smoothed_cross_entropy` computes. Two reductions:
+translation loss `label_smoothed_cross_entropy` computes. Two reductions
+(`models/contract.REDUCTIONS`, which the models check their hparams against):
 
 * `"sum"`: the items' losses summed over the batch and divided by the
   batch's target tokens (padding excluded, `<EOS>` counted): the seed's
@@ -18,20 +19,13 @@ translation loss `label_smoothed_cross_entropy` computes. Two reductions:
   per-token translation loss.
 """
 
-from typing import Any, Optional
+from typing import Optional
 
 from keras import ops
 
-from syntax_t2t.hparams import HParamsError
-from syntax_t2t.models.losses import PAD_ID, Tensor
+from syntax_t2t.models.contract import REDUCTIONS, Tensor
 
-REDUCTIONS = ("sum", "mean")
-
-
-def check_reduction(name: str, value: Any) -> None:
-    """Raises `HParamsError` naming hparam `name` unless `value` is one of `REDUCTIONS`."""
-    if value not in REDUCTIONS:
-        raise HParamsError(f"{name}={value!r}: expected one of {', '.join(REDUCTIONS)}")
+PAD_ID = 0
 
 
 def target_tokens(targets: Tensor) -> Tensor:
