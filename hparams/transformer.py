@@ -56,7 +56,7 @@ def transformer_base():
         parse_layer=1,
         parse_head=0,
         parse_loss_weight=1.0,
-        # What the parse head's cross-entropy is taken of (models/losses.py
+        # What the parse head's cross-entropy is taken of (criteria/head_supervision.py
         # `parse_loss`): "logits" (the head's attention distribution, as the
         # thesis's text says) or "attention" (softmax of the attention
         # probabilities, as the code matching the thesis's names trains it).
@@ -107,7 +107,7 @@ def transformer_base():
         mgsa_chunk_size=8,  # ON-LSTM neurons per master-gate value
         mgsa_tag_loss_weight=0.001,  # lambda of the phrase-tag loss; 0 = no supervision
         # L_tag summed over phrases per target token ("sum": eq. 12 as T2T normalises
-        # it) or averaged over phrases ("mean"); models/loss_reduction.py.
+        # it) or averaged over phrases ("mean"); criteria/reduction.py.
         mgsa_tag_loss_reduction="sum",
         # ------------------------------------------------------------------
         # NSD (Ma et al. 2019): neural syntactic distances.
@@ -123,7 +123,7 @@ def transformer_base():
         nsd_distance_loss=True,  # with nsd_output: add L_dist (eq. 19) to L_ent_dist (eq. 20)
         nsd_loss_weight=1.0,  # weight of L_dist + L_ent_dist (the seed: 1)
         # "sum": eq. 19-20's sums per target token, as OpenNMT normalised eq. 17;
-        # "mean": averages over words (and word pairs); models/loss_reduction.py.
+        # "mean": averages over words (and word pairs); criteria/reduction.py.
         nsd_entropy_loss_reduction="sum",
         nsd_distance_loss_reduction="sum",
     )
