@@ -15,10 +15,12 @@ per-sentence loss) it is the same token-weighted average.
 Each replica accumulates its own batches (on-read variables); the update then
 runs as without accumulation. A batch whose loss or gradient is not finite
 adds nothing (with `skip_nonfinite_batches`; otherwise training stops).
+
+`GradientAccumulator` is the TensorFlow trainer's (it imports TensorFlow
+when made); the JAX trainer accumulates by the same rule in
+`backend/jax_accumulation.py`, and both take their batches from
+`batches_of_one_update`.
 """
-
-import tensorflow as tf
-
 
 class GradientAccumulator:
     """Token-weighted sums of gradients over the batches of one optimizer step.
@@ -32,6 +34,8 @@ class GradientAccumulator:
     """
 
     def __init__(self, variables, update_freq):
+        import tensorflow as tf
+
         if update_freq < 2:
             raise ValueError(f"update_freq={update_freq}: accumulation needs at least 2 batches")
         self.update_freq = update_freq
@@ -48,6 +52,8 @@ class GradientAccumulator:
 
     def completes_update(self):
         """Whether the batch now trained on is the last of its optimizer step."""
+        import tensorflow as tf
+
         return tf.equal((self._batches + 1) % self.update_freq, 0)
 
     def add(self, gradients, tokens, finite):
@@ -62,6 +68,8 @@ class GradientAccumulator:
         Returns:
             The accumulated mean gradients, with None where `gradients` has it.
         """
+        import tensorflow as tf
+
         weight = tf.where(finite, tf.cast(tokens, tf.float32), 0.0)
         means = []
         total = self._weight.assign_add(weight)
@@ -77,16 +85,22 @@ class GradientAccumulator:
 
     def reset_if(self, condition):
         """Empties the sums when `condition` holds (after the update); replica context."""
+        import tensorflow as tf
+
         for accumulated in self._sums:
             accumulated.assign(tf.where(condition, tf.zeros_like(accumulated), accumulated))
         self._weight.assign(tf.where(condition, 0.0, self._weight))
 
     def has_tokens(self):
         """Whether the batches of this step added anything (all may have been skipped)."""
+        import tensorflow as tf
+
         return self._weight > 0.0
 
     def advance(self):
         """Counts the batch trained on; cross-replica context. Returns whether it ended a step."""
+        import tensorflow as tf
+
         completes = self.completes_update()
         self._batches.assign((self._batches + 1) % self.update_freq)
         return completes

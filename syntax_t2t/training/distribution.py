@@ -5,13 +5,14 @@ host, `MultiWorkerMirroredStrategy` for several hosts (configured, as usual,
 by the `TF_CONFIG` environment variable). `auto` picks the multi-worker
 strategy when `TF_CONFIG` names more than one task, mirroring when the host
 has several GPUs, and the default (single-device) strategy otherwise.
+
+TensorFlow is imported by the functions that make strategies, so that
+`bin/train` reads `DISTRIBUTIONS` without it on other backends.
 """
 
 import json
 import os
 import tempfile
-
-import tensorflow as tf
 
 DISTRIBUTIONS = ("auto", "none", "mirrored", "multi_worker")
 
@@ -41,6 +42,8 @@ def cluster_size(environ=None):
 
 
 def _mirrored_devices():
+    import tensorflow as tf
+
     # Every GPU; without GPUs, every logical CPU device (one per core
     # configured with tf.config.set_logical_device_configuration), which
     # is how the mirrored path is exercised on a CPU-only machine.
@@ -64,6 +67,8 @@ def make_strategy(choice, num_devices=None):
         ValueError: unknown `choice`.
         DistributionError: fewer devices than `num_devices`.
     """
+    import tensorflow as tf
+
     if choice not in DISTRIBUTIONS:
         raise ValueError(f"--distribution={choice!r}: expected one of {', '.join(DISTRIBUTIONS)}")
     if choice == "auto":

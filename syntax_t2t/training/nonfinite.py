@@ -15,10 +15,13 @@ applies the update only when all of them are finite:
 Under float16 loss scaling non-finite *gradients* are expected now and then
 (the loss scale is too high); Keras's loss-scale optimizer skips those
 updates and lowers the scale, so only the loss itself is checked there.
+
+The checks here are the TensorFlow trainer's (TensorFlow is imported by
+them); the JAX step makes the same ones (`backend/jax_train_step.py`), and
+both trainers raise `NonFiniteLossError`.
 """
 
 import keras
-import tensorflow as tf
 
 
 class NonFiniteLossError(ArithmeticError):
@@ -53,6 +56,8 @@ def all_finite(loss, gradients, optimizer):
     Returns:
         A scalar bool tensor, the same on every replica.
     """
+    import tensorflow as tf
+
     checks = [tf.math.is_finite(loss)]
     if not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         # Tensor by tensor: a global norm would overflow for large finite values.
@@ -84,6 +89,8 @@ def apply_if(condition, optimizer, gradients, variables):
         gradients: this replica's gradients.
         variables: the variables they belong to.
     """
+    import tensorflow as tf
+
     def apply():
         optimizer.apply(gradients, variables)
         return tf.constant(True)

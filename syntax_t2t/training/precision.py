@@ -21,12 +21,28 @@ _BFLOAT16_COMPUTE_CAPABILITY = (8, 0)
 
 
 def _gpu_compute_capabilities():
+    if keras.backend.backend() == "jax":
+        return _jax_gpu_compute_capabilities()
     import tensorflow as tf
 
     capabilities = []
     for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)
         capabilities.append(tuple(details.get("compute_capability", (0, 0))))
+    return capabilities
+
+
+def _jax_gpu_compute_capabilities():
+    import jax
+
+    capabilities = []
+    for device in jax.devices():
+        if device.platform != "gpu":
+            continue
+        # CUDA devices report it as "8.0"; others (ROCm) leave it out.
+        text = str(getattr(device, "compute_capability", "0.0"))
+        major, _, minor = text.partition(".")
+        capabilities.append((int(major or 0), int(minor or 0)))
     return capabilities
 
 
@@ -75,6 +91,9 @@ def resolve_xla(choice, has_gpu=None):
     if choice != "auto":
         return choice == "true"
     if has_gpu is None:
+        if keras.backend.backend() == "jax":
+            # JAX compiles everything with XLA: there is nothing to turn off.
+            return True
         import tensorflow as tf
 
         has_gpu = bool(tf.config.list_physical_devices("GPU"))
