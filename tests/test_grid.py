@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from syntax_t2t import registry
+from syntax_t2t import directory_lock, registry
 from syntax_t2t.checkpointing.discovery import latest_checkpoint
 from syntax_t2t.cli import registration
 from syntax_t2t.grid import experiment as experiment_lib
@@ -107,14 +107,17 @@ def test_a_run_directory_of_another_configuration_is_refused(tmp_path):
     assert (Path(run.directory) / runner.STATE_FILE).read_text() == before
 
 
-def test_a_run_another_process_works_on_is_skipped(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lock_file", [runner.LOCK_FILE, runner.LEGACY_LOCK_FILE])
+def test_a_run_another_process_works_on_is_skipped(tmp_path, monkeypatch, lock_file):
+    """Held by another bin/grid, a bin/train, or a bin/grid of the code before
+    `directory_lock` (which held grid.lock)."""
     grid = runner.GridRunner(_experiment(), "toy", str(tmp_path), {"data_dir": str(tmp_path)})
     run = runner.plan(grid.experiment, str(tmp_path))[0]
     done = []
     monkeypatch.setattr(grid, "stages", lambda run, state: [("train", lambda: done.append(1))])
     os.makedirs(run.directory)
-    with open(os.path.join(run.directory, runner.LOCK_FILE), "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as another bin/grid would
+    with open(os.path.join(run.directory, lock_file), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as another process would
         assert grid.execute(run) is False
         assert done == [] and not (Path(run.directory) / runner.STATE_FILE).exists()
     assert grid.execute(run) is True and done == [1]
@@ -360,6 +363,72 @@ _GRID_DRIVER = textwrap.dedent("""
         print(f"stopped: {interrupted}", file=sys.stderr)
         sys.exit(interrupted.exit_status)
 """)
+
+
+# A grid's program, working in a run under the grid's lock, until SIGTERM.
+_RUN_WORKER = textwrap.dedent("""
+    import os, signal, sys, time
+    from pathlib import Path
+    from syntax_t2t import directory_lock
+    out = Path(sys.argv[1])
+    assert directory_lock.acquire(str(out / "run")).inherited
+    stopped = []
+    signal.signal(signal.SIGTERM, lambda number, frame: stopped.append(number))
+    (out / "ready").write_text(str(os.getpid()))
+    while not stopped:
+        time.sleep(0.01)
+    (out / "stopped").write_text("SIGTERM")
+""")
+
+_LOCKING_GRID_DRIVER = textwrap.dedent("""
+    import sys, types
+    from syntax_t2t import directory_lock
+    from syntax_t2t.grid import runner
+    out = sys.argv[1]
+    grid = runner.GridRunner(types.SimpleNamespace(problem="p"), "toy", out, {"data_dir": out})
+    directory_lock.acquire(out + "/run")
+    grid._call(runner.Run(None, 0, out), [sys.executable, out + "/worker.py", out], "x.log")
+""")
+
+
+def _wait_for(condition, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def _lock_taken(directory):
+    try:
+        directory_lock.release(directory_lock.acquire(directory))
+    except directory_lock.DirectoryInUseError:
+        return False
+    return True
+
+
+def test_a_killed_grid_takes_its_program_with_it(tmp_path):
+    """Issue 35, item 1: SIGKILL to bin/grid (it cannot pass that on) left its bin/train
+    running, and a rerun started a second trainer in the run. The program works under the
+    grid's lock, refuses everyone else, and gets SIGTERM (bin/train saves and stops) when the
+    grid dies."""
+    (tmp_path / "worker.py").write_text(_RUN_WORKER)
+    driver = subprocess.Popen([sys.executable, "-c", _LOCKING_GRID_DRIVER, str(tmp_path)],
+                              stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        _wait_for(lambda: (tmp_path / "ready").exists() or driver.poll() is not None)
+        assert (tmp_path / "ready").exists(), driver.stderr.read()
+        worker = (tmp_path / "ready").read_text()
+        with pytest.raises(directory_lock.DirectoryInUseError, match=f"pid {worker} on "):
+            directory_lock.acquire(str(tmp_path / "run"))
+        driver.kill()
+        driver.wait(timeout=60)
+        _wait_for(lambda: (tmp_path / "stopped").exists())
+        _wait_for(lambda: _lock_taken(str(tmp_path / "run")))
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.stderr.close()
 
 
 @pytest.mark.parametrize("number,whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])

@@ -32,6 +32,7 @@ ROOMS = {
     "syntax_t2t": "core",  # the package's __init__ alone, not a prefix
     "syntax_t2t.errors": "core",
     "syntax_t2t.io_utils": "core",
+    "syntax_t2t.directory_lock": "core",
     "syntax_t2t.hparams": "core",
     "syntax_t2t.registry": "core",
     "syntax_t2t.backend": "backend",

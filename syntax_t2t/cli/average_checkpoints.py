@@ -18,6 +18,7 @@ import os
 
 from absl import flags
 
+from syntax_t2t import directory_lock
 from syntax_t2t.cli import common
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
@@ -40,6 +41,8 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("output_dir")
+    # A trainer of the run would delete the checkpoints being averaged, and two averagings mix.
+    directory_lock.acquire(FLAGS.output_dir)
     averaged_dir = FLAGS.averaged_dir or os.path.join(FLAGS.output_dir, "averaged")
     # Refused before the work: a wrong directory must not cost the averaging, nor damage a run.
     checkpoint_averaging.check_averaged_dir(FLAGS.output_dir, averaged_dir)

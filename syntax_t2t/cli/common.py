@@ -9,7 +9,7 @@ import sys
 
 from absl import app, flags, logging
 
-from syntax_t2t import registry
+from syntax_t2t import directory_lock, registry
 from syntax_t2t.cli import aliases, registration
 from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
@@ -37,7 +37,8 @@ class UsageError(Exception):
 
 # Errors a user can cause and fix; anything else is a bug and keeps its traceback.
 USER_ERRORS = (UsageError, InputError, OutputPathError, registry.RegistryError, HParamsError,
-               aliases.AliasError, FileNotFoundError, ImportError)
+               aliases.AliasError, FileNotFoundError, ImportError,
+               directory_lock.DirectoryLockError)
 
 
 def load_registry(builtins=None):
@@ -114,5 +115,9 @@ def run(main, extra_user_errors=(), builtins=None):
             logging.error("%s", error)
             print(f"error: {error}", file=sys.stderr)
             sys.exit(1)
+        finally:
+            # Run and data directories are the program's until it ends (tests run several in one
+            # process; an executable's locks would go with it anyway).
+            directory_lock.release_all()
 
     app.run(guarded)

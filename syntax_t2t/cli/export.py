@@ -45,6 +45,7 @@ import tempfile
 
 from absl import flags
 
+from syntax_t2t import directory_lock
 from syntax_t2t.cli import common
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.model_loading import load_trained_model
@@ -76,10 +77,17 @@ def _export_dir():
     if not FLAGS.export_dir and not FLAGS.output_dir:
         common.require("export_dir")
     export_dir = FLAGS.export_dir or os.path.join(FLAGS.output_dir, "export", FLAGS.format)
+    if FLAGS.output_dir and _inside(export_dir, FLAGS.output_dir):
+        directory_lock.acquire(FLAGS.output_dir)  # writing into a run: no other program there
     if os.path.exists(export_dir):
         raise common.UsageError(f"--export_dir={export_dir} already exists; remove it or "
                                 f"choose another")
     return export_dir
+
+
+def _inside(path, directory):
+    real, real_directory = os.path.realpath(path), os.path.realpath(directory)
+    return real == real_directory or real.startswith(real_directory.rstrip(os.sep) + os.sep)
 
 
 def _write_then_rename(export_dir, write):

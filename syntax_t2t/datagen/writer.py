@@ -49,7 +49,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from syntax_t2t import io_utils
+from syntax_t2t import directory_lock, io_utils
 from syntax_t2t.data import pipeline
 from syntax_t2t.datagen import worker_pool
 from syntax_t2t.datagen.records import check_same_request, read_json, request
@@ -119,6 +119,15 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
     if shard_pass is not None and not task.whole:
         raise ValueError("a shard_pass writes the shards of a whole run, not of a task")
+    # A second run would delete this one's live temporaries and write over its data; the tasks
+    # of one run share the directory.
+    with directory_lock.locked(data_dir, "--data_dir", shared=not task.whole):
+        return _generate_data(problem, data_dir, tmp_dir, max_examples, overwrite, skip,
+                              num_workers, task, only_vocab, shard_pass)
+
+
+def _generate_data(problem, data_dir, tmp_dir, max_examples, overwrite, skip, num_workers, task,
+                   only_vocab, shard_pass) -> dict:
     os.makedirs(data_dir, exist_ok=True)
     if task.whole:
         # A killed run's temporaries; with tasks, another task's may be in use.

@@ -4,7 +4,7 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
 
     G/runs/<system>/seed<k>/          a bin/train run directory, plus
         grid.json                     what defines the run, and which stages are done
-        grid.lock                     held by the process working on the run
+        .syntax_t2t.lock              held by the process working on the run
         train.log                     bin/train's output, appended per invocation
         tests/<test>.hyp              test translations of the chosen checkpoint
         tests/length_penalty.json,    with `Experiment.length_penalties`: the alpha
@@ -35,7 +35,8 @@ that program to stop: bin/train then saves a checkpoint at the step it
 reached, as it does when run by hand. Programs run in a session of their
 own, so a terminal's Ctrl-C reaches them only through the grid (never
 twice, which would mean "stop at once, without saving"), and a signal sent
-to the grid alone does not leave them running on.
+to the grid alone does not leave them running on; a grid killed outright
+takes its running program with it (`grid/child_process.py`).
 
 A grid may continue another's runs under a larger training budget
 (`bin/grid --continue_from=G0`, `GridRunner.continue_from`): more steps, or
@@ -44,38 +45,44 @@ the smaller budget is exactly the start of the same run under the larger
 one; its training state is copied and bin/train goes on from its newest
 checkpoint. Anything else that differs is refused.
 
-Two grid processes never work on one run at once: a run is done under an
-exclusive lock on `grid.lock` in its directory, and a process that finds it
-held skips the run (the lock goes with the process that held it, however it
-ended). So a second `bin/grid` on the same `G`, by mistake or to put some
-runs first (`--systems`, `--seeds`), cannot train a run twice.
+Two grid processes never work on one run at once: a run is done under the
+exclusive lock of its directory (`directory_lock`, the lock bin/train and
+the other programs take too; the grid's programs work under the grid's),
+and a process that finds it held skips the run (the lock goes with the
+process that held it, however it ended). So a second `bin/grid` on the same
+`G`, by mistake or to put some runs first (`--systems`, `--seeds`), cannot
+train a run twice, nor can a bin/train typed by hand into a run's
+directory. Grids before this lock held `grid.lock`; one still running on a
+run is respected (`LEGACY_LOCK_FILE`).
 """
 
+import contextlib
 import dataclasses
 import fcntl
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from absl import logging
 
-from syntax_t2t import io_utils, registry
+from syntax_t2t import directory_lock, io_utils, registry
 from syntax_t2t.checkpointing import discovery
 from syntax_t2t.evaluation import attachment, translation
-from syntax_t2t.grid import length_penalty
+from syntax_t2t.grid import child_process, length_penalty
+from syntax_t2t.grid.child_process import PassedOnSignals
 from syntax_t2t.grid.experiment import ExperimentError
 from syntax_t2t.models.contract import HEAD_SUPERVISION
 from syntax_t2t.training import progress, validation
-from syntax_t2t.training.stop_signals import StopSignals
 
 STATE_FILE = "grid.json"
 SCORES_FILE = "scores.json"
-LOCK_FILE = "grid.lock"
+LOCK_FILE = directory_lock.LOCK_FILE
+#: What grids before `directory_lock` locked (and left) in each run directory.
+LEGACY_LOCK_FILE = "grid.lock"
 #: What `--continue_from` may change: the configuration keys of the budget.
 BUDGET_KEYS = ("experiment", "train_steps", "early_stopping_patience")
 
@@ -101,32 +108,6 @@ class GridInterrupted(GridError):
     def exit_status(self):
         """The shell's status for a process ended by this signal: 128 + its number."""
         return 128 + int(self.signal_number)
-
-
-class PassedOnSignals(StopSignals):
-    """While a child program runs: SIGINT and SIGTERM are sent on to it, not acted on.
-
-    Each signal received is passed on (a second one means "stop at once" to
-    bin/train), and the grid keeps waiting for the program to end.
-
-    Args:
-        process: the child's `subprocess.Popen`.
-
-    Attributes:
-        received: the first signal received, or None.
-    """
-
-    def __init__(self, process):
-        super().__init__()
-        self.process = process
-
-    def _handle(self, number, frame):
-        if self.received is None:
-            self.received = number
-        logging.warning("received %s: passed on to the running program; waiting for it to stop",
-                        signal.Signals(number).name)
-        if self.process.poll() is None:
-            self.process.send_signal(number)
 
 
 def test_output(test):
@@ -229,6 +210,30 @@ def install_copy(run, source, state, ignore=None):
         shutil.rmtree(partial, ignore_errors=True)
         return False
     return True
+
+
+@contextlib.contextmanager
+def _legacy_lock(directory):
+    """Waits for no grid of the code before `directory_lock` that works on the run.
+
+    Such a grid holds `grid.lock`; finding it free, the file, which nothing
+    reads any more, is removed.
+
+    Raises:
+        DirectoryInUseError: such a grid holds it.
+    """
+    path = os.path.join(directory, LEGACY_LOCK_FILE)
+    if not os.path.exists(path):
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise directory_lock.DirectoryInUseError(
+                f"a bin/grid of earlier code holds {path}") from None
+        os.remove(path)
+        yield
 
 
 class GridRunner:
@@ -355,7 +360,7 @@ class GridRunner:
         state = {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
                  "wall_seconds": source_state.get("wall_seconds", 0.0)}
         if install_copy(run, source, state, ignore=shutil.ignore_patterns(
-                STATE_FILE, LOCK_FILE, SCORES_FILE, "tests", "averaged")):
+                STATE_FILE, LOCK_FILE, LEGACY_LOCK_FILE, SCORES_FILE, "tests", "averaged")):
             logging.info("%s: continues %s (copied)", run.name, source)
         return True
 
@@ -372,8 +377,7 @@ class GridRunner:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n$ {' '.join(command)}\n")
             log.flush()
-            with subprocess.Popen(command + self.extra_flags, stdout=log, stderr=log,
-                                  stdin=subprocess.DEVNULL, start_new_session=True) as process:
+            with child_process.start(command + self.extra_flags, log) as process:
                 with PassedOnSignals(process) as signals:
                     returncode = process.wait()
         if signals.received is not None:
@@ -540,11 +544,12 @@ class GridRunner:
             False, doing nothing, when another process holds the run's lock.
         """
         os.makedirs(run.directory, exist_ok=True)
-        with open(os.path.join(run.directory, LOCK_FILE), "a", encoding="utf-8") as lock:
+        with contextlib.ExitStack() as held:
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                logging.warning("%s: skipped, another bin/grid process is running it", run.name)
+                held.enter_context(directory_lock.locked(run.directory))
+                held.enter_context(_legacy_lock(run.directory))
+            except directory_lock.DirectoryInUseError as error:
+                logging.warning("%s: skipped, %s", run.name, error)
                 return False
             state = self.claim(run)  # read under the lock: the other process may have moved on
             state.setdefault("done", {})

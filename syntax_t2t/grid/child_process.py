@@ -1,0 +1,78 @@
+"""How bin/grid runs a program: under the grid's run lock, never outliving the grid.
+
+A program started by the grid (bin/train, bin/decode, ...) works in a run
+directory whose lock the grid holds (`directory_lock`): it is handed the
+lock, so it may work there while any other process is refused. It runs in a
+session of its own (a terminal's Ctrl-C reaches it through the grid only,
+see `PassedOnSignals`), so a grid killed outright (SIGKILL, which it cannot
+pass on) would leave it running, holding the run, and a rerun of the grid
+would find the run taken; on Linux the kernel therefore sends it SIGTERM
+when the grid dies (`PR_SET_PDEATHSIG`), and bin/train saves a checkpoint
+and stops as it does on a user's SIGTERM.
+"""
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+
+from absl import logging
+
+from syntax_t2t import directory_lock
+from syntax_t2t.training.stop_signals import StopSignals
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class PassedOnSignals(StopSignals):
+    """While a child program runs: SIGINT and SIGTERM are sent on to it, not acted on.
+
+    Each signal received is passed on (a second one means "stop at once" to
+    bin/train), and the grid keeps waiting for the program to end.
+
+    Args:
+        process: the child's `subprocess.Popen`.
+
+    Attributes:
+        received: the first signal received, or None.
+    """
+
+    def __init__(self, process):
+        super().__init__()
+        self.process = process
+
+    def _handle(self, number, frame):
+        if self.received is None:
+            self.received = number
+        logging.warning("received %s: passed on to the running program; waiting for it to stop",
+                        signal.Signals(number).name)
+        if self.process.poll() is None:
+            self.process.send_signal(number)
+
+
+def _terminated_with_parent():
+    """A `preexec_fn` that has the kernel send the child SIGTERM when this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    parent = os.getpid()
+    # Loaded here, not between fork and exec, where only async-signal-safe work belongs.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec():
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the grid died before the request was in place
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def start(command, log) -> subprocess.Popen:
+    """Starts `command`, its output to the open file `log`, under this process's directory locks.
+
+    Returns:
+        The running `subprocess.Popen`.
+    """
+    return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=_terminated_with_parent(),
+                            **directory_lock.child_process_arguments())
