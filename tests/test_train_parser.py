@@ -1,9 +1,13 @@
 """Tests for bin/train_parser (syntax_t2t/cli/train_parser.py) and syntax_t2t.parsing.spacy_training."""
 
+import dataclasses
 import gzip
+import io
 import itertools
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +22,8 @@ from syntax_t2t.cli import common, train_parser
 from syntax_t2t.data.conllu_reader import format_conllu, read_conllu
 from syntax_t2t.errors import InputError
 from syntax_t2t.parsing.parser import ParserError
-from syntax_t2t.parsing.spacy_training import TrainingSettings, train_spacy_parser
+from syntax_t2t.parsing.spacy_training import (ParserTrainingInterrupted, TrainingSettings,
+                                                train_spacy_parser)
 
 FLAGS = flags.FLAGS
 REPO = Path(__file__).resolve().parents[1]
@@ -133,3 +138,90 @@ def test_cli_trains_with_dev_files_and_replaces_an_older_pipeline(run_main, caps
     assert second["settings"]["max_train_sentences"] == 30
     assert sorted(os.listdir(tmp_path)) == ["dev.conllu", "parser", "train.conllu"]
     assert spacy.load(output).pipe_names[-1] == "parser"
+
+
+class StopAfter:
+    """`should_stop` that asks to stop once it has been asked `calls` times (a signal mid-run)."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def __call__(self):
+        self.calls -= 1
+        return self.calls <= 0
+
+
+@pytest.mark.real_data
+@needs_czech_ud
+def test_an_interrupted_run_keeps_its_best_pipeline_and_resumes(tmp_path):
+    train = _conllu(tmp_path / "train.conllu", 40)
+    dev = _conllu(tmp_path / "dev.conllu", 10)
+    output = tmp_path / "parser"
+    settings = TrainingSettings(lang="cs", max_steps=12, eval_frequency=2, patience=0, width=32,
+                                depth=1, parser_hidden_width=32)
+    log = io.StringIO()
+    with pytest.raises(ParserTrainingInterrupted) as stopped:
+        train_spacy_parser([train], str(output), settings, dev_files=[dev], log=log,
+                           should_stop=StopAfter(5))
+    # Stopped after its 5th update: the best pipeline so far is where the user asked for it.
+    assert stopped.value.step == 5
+    assert spacy.load(output).pipe_names[-1] == "parser"
+    message = str(stopped.value)
+    assert f"{output}.training" in message and "run the same command again" in message
+    # spaCy evaluates after updates 1, 3, 5, ...
+    assert re.search(r"kept the best pipeline so far \(step [135] of 5\)", message)
+    # An estimate of the run's length, once there was a pace to go by.
+    assert "at most 12 updates" in log.getvalue() and "left at most" in log.getvalue()
+    assert sorted(os.listdir(tmp_path)) == ["dev.conllu", "parser", "parser.training",
+                                            "train.conllu"]
+
+    log = io.StringIO()
+    summary = train_spacy_parser([train], str(output), settings, dev_files=[dev], log=log)
+    assert "resuming at update 5 of at most 12" in log.getvalue()
+    assert summary["steps"] == 12
+    assert sorted(os.listdir(tmp_path)) == ["dev.conllu", "parser", "train.conllu"]
+    assert spacy.load(output).meta["syntax_t2t"]["dev_sentences"] == 10
+
+    # Other settings than the interrupted run's: not resumed silently.
+    with pytest.raises(ParserTrainingInterrupted):
+        train_spacy_parser([train], str(output), settings, dev_files=[dev], log=io.StringIO(),
+                           should_stop=StopAfter(1))
+    with pytest.raises(ParserError, match=r"parser\.training holds an interrupted run of other "
+                                          r"settings.*delete it"):
+        train_spacy_parser([train], str(output), dataclasses.replace(settings, max_steps=20),
+                           dev_files=[dev], log=io.StringIO())
+
+
+def test_output_dir_help_describes_the_pipeline_it_writes(monkeypatch):
+    monkeypatch.setattr(FLAGS["output_dir"], "help", FLAGS["output_dir"].help)  # undone after
+    monkeypatch.setattr(sys, "argv", ["bin/train_parser-under-test"])
+    train_parser.use_own_help()
+    common.adopt_program_flags(train_parser)
+    listed = FLAGS.main_module_help()
+    assert "spaCy pipeline" in listed and "checkpoints, hparams.json" not in listed
+    assert ".training" in listed  # where an interrupted run's state waits
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+@needs_czech_ud
+def test_sigterm_keeps_the_best_pipeline_and_says_how_to_go_on(tmp_path):
+    train = _conllu(tmp_path / "train.conllu", 40)
+    output = tmp_path / "parser"
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "bin" / "train_parser"), "--lang=cs", f"--train_files={train}",
+         f"--output_dir={output}", "--max_steps=100000", "--eval_frequency=2",
+         "--tok2vec_width=32", "--tok2vec_depth=1", "--parser_hidden_width=32"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:
+            if line.startswith("update 3 of at most 100000"):
+                process.send_signal(signal.SIGTERM)
+                break
+        out, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "run the same command again to resume" in err and "Traceback" not in err
+    assert spacy.load(output).pipe_names[-1] == "parser"
+    assert (tmp_path / "parser.training" / "state.json").is_file()

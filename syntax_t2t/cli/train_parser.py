@@ -13,17 +13,34 @@ See `syntax_t2t/parsing/spacy_training.py` for what is trained; spaCy's
 training table (losses, dev UAS/LAS, tag accuracies) is printed as it goes.
 Training stops at `--max_steps` updates, `--max_epochs` passes or after
 `--patience` steps without improvement on the dev files, whichever comes
-first; `--random_seed` seeds it (default 0).
+first; `--random_seed` seeds it (default 0). Each evaluation prints the dev
+scores and an estimate of the time left. The defaults (20,000 updates,
+patience 1,600) take hours on a few CPU cores; a first parser for data
+generation needs far fewer (e.g. `--max_steps=2000`).
+
+SIGINT (Ctrl-C) or SIGTERM stops it after the update it is in: the best
+pipeline so far goes to `--output_dir`, the state to resume from stays in
+`<output_dir>.training/`, and the same command resumes there (exit status
+128 + the signal's number, as `bin/train`). A second signal stops at once.
 """
+
+import sys
+
 
 from absl import flags
 
 from syntax_t2t.cli import common
 from syntax_t2t.parsing.parser import ParserError
-from syntax_t2t.parsing.spacy_training import TrainingSettings, train_spacy_parser
+from syntax_t2t.parsing.spacy_training import (ParserTrainingInterrupted, TrainingSettings,
+                                                train_spacy_parser)
+from syntax_t2t.training.stop_signals import StopSignals
 
 FLAGS = flags.FLAGS
 _DEFAULTS = TrainingSettings(lang="")
+# The shared --output_dir's own help describes a training run of bin/train.
+OUTPUT_DIR_HELP = ("Where the trained spaCy pipeline goes (use it as --parser=spacy:DIR); an "
+                   "earlier pipeline there is replaced when training ends or is stopped; an "
+                   "interrupted run's state waits in DIR.training/ to be resumed.")
 
 flags.DEFINE_string("lang", None, "spaCy language code of the data (cs, de, en, ...; xx for any).")
 flags.DEFINE_list("train_files", None, "UD CoNLL-U training files (plain or .gz), comma-separated.")
@@ -69,8 +86,14 @@ def main(argv):
         sentences_per_doc=FLAGS.sentences_per_doc, max_train_sentences=FLAGS.max_train_sentences,
         seed=FLAGS.random_seed if FLAGS.random_seed is not None else _DEFAULTS.seed,
         dropout=FLAGS.training_dropout)
-    summary = train_spacy_parser(FLAGS.train_files, FLAGS.output_dir, settings,
-                                 dev_files=FLAGS.dev_files)
+    with StopSignals() as stop:
+        try:
+            summary = train_spacy_parser(FLAGS.train_files, FLAGS.output_dir, settings,
+                                         dev_files=FLAGS.dev_files,
+                                         should_stop=lambda: stop.received is not None)
+        except ParserTrainingInterrupted as interrupted:
+            print(f"{interrupted}", file=sys.stderr)
+            sys.exit(128 + int(stop.received))
     scores = summary["scores"]
     on = "dev" if summary["dev_sentences"] else "training"
     reported = ", ".join(f"{name} {100 * scores[key]:.1f}" for key, name in _REPORTED_SCORES
@@ -80,6 +103,12 @@ def main(argv):
     print(f"saved the pipeline to {FLAGS.output_dir}; parse with --parser=spacy:{FLAGS.output_dir}")
 
 
+def use_own_help() -> None:
+    """Gives `--output_dir` this program's meaning in `--help` (the flag is shared)."""
+    FLAGS["output_dir"].help = OUTPUT_DIR_HELP
+
+
 def run():
     """Entry point of `bin/train_parser`."""
+    use_own_help()
     common.run(main, extra_user_errors=(ParserError,))
