@@ -110,3 +110,9 @@ def test_standard_input_decodes_as_its_parsed_conllu(workspace, model_name, monk
                              decode_interactive=True, decode_hparams=SETTINGS):
         decode.main(["decode"])
     assert capsys.readouterr().out.splitlines() == from_conllu
+
+
+def test_the_summary_counts_one_sentence_in_the_singular():
+    assert decode._sentences(1) == "1 sentence"
+    assert decode._sentences(2) == "2 sentences"
+    assert decode._sentences(1, "unusable input") == "1 unusable input sentence"

@@ -277,12 +277,18 @@ def main(argv):
     io_utils.atomic_write_text(FLAGS.decode_to_file, output_text(sentences, translations, layout))
     unusable = sum(translation is None for translation in translations)
     summary = io_utils.summary_stream(FLAGS.decode_to_file, FLAGS.parse_to_file)
-    print(f"decoded {len(sentences) - unusable} sentences to {FLAGS.decode_to_file}"
-          + (f" ({unusable} unusable input sentences left empty)" if unusable else ""), file=summary)
+    print(f"decoded {_sentences(len(sentences) - unusable)} to {FLAGS.decode_to_file}"
+          + (f" ({_sentences(unusable, 'unusable input')} left empty)" if unusable else ""),
+          file=summary)
     if FLAGS.parse_to_file:
         write_parsed(parsed_sentences(sentences, translations), FLAGS.parse_to_file)
         print(f"wrote their source parses ({FLAGS.parse_decoder}) to {FLAGS.parse_to_file}",
               file=summary)
+
+
+def _sentences(count: int, kind: str = "") -> str:
+    """`1 sentence`, `2 sentences`, `1 unusable input sentence`, ..."""
+    return f"{count} {kind + ' ' if kind else ''}sentence{'' if count == 1 else 's'}"
 
 
 def _layout(settings, trained):
