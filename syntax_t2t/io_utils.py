@@ -27,9 +27,10 @@ import shutil
 import stat
 import sys
 import tempfile
+import unicodedata
 import uuid
 import zlib
-from typing import BinaryIO, Iterator, TextIO, Union
+from typing import BinaryIO, Iterator, Optional, Sequence, TextIO, Union
 
 from absl import logging
 
@@ -139,10 +140,28 @@ def read_raw_lines(path: PathLike) -> Iterator[tuple[int, bytes]]:
             ) from error
 
 
-def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
-    """Decodes one line as strict UTF-8.
+# Invisible characters that only make equal words differ: zero width space, word joiner, and the
+# byte order mark inside a line. The zero width (non-)joiners shape some scripts and stay.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
 
-    A UTF-8 byte order mark at the start of line 1 is dropped.
+
+def normalize_text(text: str) -> str:
+    """`text` in Unicode NFC, without invisible zero-width characters.
+
+    What every reader of text (datagen's corpora, decoding's input, the parse
+    cache) applies, so that the same words in NFD or with a zero width space
+    find the same vocabulary entries.
+    """
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", text.translate(_INVISIBLE))
+
+
+def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
+    """Decodes one line as strict UTF-8, in NFC (`normalize_text`).
+
+    A UTF-8 byte order mark at the start of line 1 is dropped; a NUL byte is
+    refused.
 
     Args:
         path: the file the line comes from, for the error message.
@@ -157,8 +176,12 @@ def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
     """
     if line_number == 1 and raw.startswith(_UTF8_BOM):
         raw = raw[len(_UTF8_BOM) :]
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise InputError(path, line_number, f"a NUL byte at byte offset {nul + 1} of the line (a "
+                                            f"binary file, or text in UTF-16?)", reason="NUL byte")
     try:
-        return raw.decode("utf-8", errors="strict")
+        return normalize_text(raw.decode("utf-8", errors="strict"))
     except UnicodeDecodeError as error:
         bad = raw[error.start : error.end]
         raise InputError(
@@ -270,19 +293,30 @@ def summary_stream(*outputs: PathLike) -> TextIO:
     return sys.stderr if any(os.fspath(path) == STDIO for path in outputs if path) else sys.stdout
 
 
-def check_output_path(path: PathLike, what: str) -> None:
+def check_output_path(path: PathLike, what: str,
+                      others: Sequence[tuple[str, Optional[PathLike]]] = ()) -> None:
     """Raises `OutputPathError` unless `path` can be written (called before the work).
 
     `-` and existing streams are always writable; otherwise `path` must not
-    be a directory and its directory must exist and be writable.
+    be a directory, nor the file of one of `others` (symbolic links
+    resolved), and its directory must exist and be writable.
 
     Args:
         path: the output file as the user gave it.
         what: how the user named it, e.g. `"--decode_to_file"`.
+        others: `(flag, path)` of the program's inputs and other outputs,
+            which this output must not replace; unset ones (None, "") and
+            streams are passed over.
     """
     name = os.fspath(path)
     if _is_stream_target(name):
         return
+    real = os.path.realpath(name)
+    for flag, other in others:
+        if other and not _is_stream_target(os.fspath(other)) and (
+                os.path.realpath(os.fspath(other)) == real):
+            raise OutputPathError(name, what, f"is the same file as {flag}={os.fspath(other)}; "
+                                              f"it would be overwritten: give another file")
     if os.path.isdir(name):
         raise OutputPathError(name, what, "is a directory; give a file name")
     directory = os.path.dirname(os.path.abspath(name))

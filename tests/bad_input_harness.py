@@ -27,7 +27,8 @@ from absl import app, flags
 from absl.testing import flagsaver
 
 from syntax_t2t import registry
-from syntax_t2t.cli import analyze, average_checkpoints, datagen, decode, evaluate, registration, train
+from syntax_t2t.cli import (analyze, average_checkpoints, datagen, decode, evaluate, export,
+                            parse, registration, train)
 from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import model_weights
 
@@ -46,7 +47,8 @@ TINY = ("hidden_size=16,filter_size=32,num_heads=2,num_encoder_layers=1,num_deco
 
 
 PROGRAMS = {"datagen": datagen, "train": train, "decode": decode, "evaluate": evaluate,
-            "analyze": analyze, "average_checkpoints": average_checkpoints}
+            "analyze": analyze, "average_checkpoints": average_checkpoints, "export": export,
+            "parse": parse}
 
 
 def run_program(name, capsys, **flag_values):

@@ -249,9 +249,12 @@ def main(argv):
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     _check_mode()
     settings = decode_hparams(FLAGS.decode_hparams)
+    files = ("decode_from_file", "score_file", "reference_file", "decode_to_file", "parse_to_file")
     for flag in ("decode_to_file", "parse_to_file"):
         if getattr(FLAGS, flag):
-            io_utils.check_output_path(getattr(FLAGS, flag), f"--{flag}")
+            # Neither output may replace an input or the other output.
+            io_utils.check_output_path(getattr(FLAGS, flag), f"--{flag}", [
+                (f"--{other}", getattr(FLAGS, other)) for other in files if other != flag])
     if FLAGS.score_file or FLAGS.score_reference:
         _score(settings)
         return

@@ -140,7 +140,10 @@ def main(argv):
     if FLAGS.parses:
         common.require("gold_parse")
     if FLAGS.json_output:
-        io_utils.check_output_path(FLAGS.json_output, "--json_output")
+        inputs = [("--references", FLAGS.references), ("--gold_parse", FLAGS.gold_parse)] + [
+            (f"--{flag}", path) for flag in ("hypotheses", "parses", "diagonal_parses")
+            for path in FLAGS[flag].value or ()]
+        io_utils.check_output_path(FLAGS.json_output, "--json_output", inputs)
     if FLAGS.hypotheses:
         scoring_flags.checked_tokenize()
     # sacreBLEU reports every step of its bootstrap at INFO level.

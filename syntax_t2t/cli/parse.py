@@ -61,7 +61,8 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("parser", "input_file", "output_file")
-    io_utils.check_output_path(FLAGS.output_file, "--output_file")
+    io_utils.check_output_path(FLAGS.output_file, "--output_file",
+                               [("--input_file", FLAGS.input_file)])
     pretokenized = FLAGS.input_format != TEXT
     parser = load_parser(FLAGS.parser, pretokenized=pretokenized)
     passed_over = []

@@ -166,4 +166,12 @@ def _read_text(path) -> list[SourceSentence]:
     entries = [text_sentence(path, number, raw) for number, raw in io_utils.read_raw_lines(path)]
     if not entries:
         raise InputError(path, None, "file is empty (no sentence to decode)", reason="empty file")
+    unreadable = [entry for entry in entries
+                  if entry.problem is not None and not entry.problem.endswith("empty line")]
+    if 2 * len(unreadable) > len(entries):
+        # A file in another encoding: decoding it would give a file of empty lines.
+        raise InputError(path, None, f"{len(unreadable)} of its {len(entries)} lines cannot be "
+                                     f"read (the first: {unreadable[0].problem}); is it in another "
+                                     f"encoding than UTF-8? Convert it, e.g. with iconv -f "
+                                     f"cp1250 -t utf-8", reason="not UTF-8")
     return entries

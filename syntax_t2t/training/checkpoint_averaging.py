@@ -23,7 +23,7 @@ from syntax_t2t import io_utils
 from syntax_t2t.checkpointing import discovery, variables
 from syntax_t2t.checkpointing.errors import CheckpointError
 from syntax_t2t.checkpointing.weights import check_fits, read_model_weights, save_model_weights
-from syntax_t2t.training import run_directory
+from syntax_t2t.training import run_directory, validation
 
 
 def last_checkpoints(directory: str, count: int) -> list[str]:
@@ -92,7 +92,8 @@ def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
 
     Raises:
         CheckpointError: `averaged_dir` is the run itself, contains it, is
-            not a directory, or holds the files of another run or averaging.
+            its `best/`, is not a directory, or holds the files of another
+            run or averaging.
     """
     real_run, real_averaged = os.path.realpath(run_dir), os.path.realpath(averaged_dir)
     where = f"--averaged_dir={averaged_dir}"
@@ -101,6 +102,10 @@ def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
                               f"checkpoints would be replaced; give a directory of its own")
     if real_run.startswith(real_averaged.rstrip(os.sep) + os.sep):
         raise CheckpointError(f"{where} contains the run {run_dir}; give a directory of its own")
+    if real_averaged == os.path.realpath(os.path.join(run_dir, validation.BEST_DIR)):
+        raise CheckpointError(f"{where} is the run's {validation.BEST_DIR}/ (paths resolved), the "
+                              f"weights of its best evaluation, which training alone replaces; "
+                              f"give a directory of its own")
     if os.path.exists(real_averaged) and not os.path.isdir(real_averaged):
         raise CheckpointError(f"{where} is a file, not a directory")
     if not os.path.isdir(real_averaged):

@@ -43,6 +43,11 @@ def make_optimizer(hparams, policy_name):
     """
     name = hparams.optimizer.lower()
     if name == "adam":
+        if hparams.learning_rate_warmup_steps < 1:
+            # The schedule divides by it; SGD's constant rate has no warm-up to need it.
+            raise HParamsError(f"hparam learning_rate_warmup_steps="
+                               f"{hparams.learning_rate_warmup_steps} must be at least 1 with "
+                               f"optimizer=adam (its schedule warms up over that many steps)")
         optimizer = keras.optimizers.Adam(
             learning_rate=schedules.learning_rate_schedule(hparams),
             beta_1=hparams.adam_beta1,

@@ -19,6 +19,7 @@ import subprocess
 
 from absl import logging
 
+from syntax_t2t import directory_lock
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParams
 from syntax_t2t.io_utils import atomic_write_text, read_lines
@@ -48,6 +49,13 @@ ADDED_PARAMETERS = {
     "pascal_weighting": ("gaussian", None),
     "reverse_source": (False, None),
 }
+
+
+# What shows that a directory is a run (of bin/train, or a bin/grid run before bin/train started).
+_RUN_MARKERS = frozenset({HPARAMS_FILE, FLAGS_FILE, ENVIRONMENT_FILE, "validation.json", "grid.json",
+                          "checkpoint"})
+# What a directory may hold and still be new: locks and the log bin/grid opens before bin/train.
+_NOT_A_RUN_YET = frozenset({directory_lock.LOCK_FILE, "grid.lock", "train.log"})
 
 
 class RunDirectoryError(ValueError):
@@ -163,6 +171,35 @@ def _holds_checkpoint(output_dir):
                 or glob.glob(os.path.join(glob.escape(output_dir), "*.index")))
 
 
+def _writes_the_run():
+    """False for the tasks of a multi-worker cluster other than its chief (they save elsewhere)."""
+    try:
+        config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        task = config.get("task") or {}
+        cluster = config.get("cluster") or {}
+    except (ValueError, AttributeError):
+        return True  # distribution.py names a bad TF_CONFIG
+    kind = task.get("type")
+    if not kind or kind == "chief":
+        return True
+    return kind == "worker" and task.get("index", 0) == 0 and "chief" not in cluster
+
+
+def _check_not_foreign(output_dir):
+    """Refuses a directory of other files: training would mix its own among them (`best/`, events)."""
+    if not os.path.isdir(output_dir):
+        return
+    names = sorted(set(os.listdir(output_dir)) - _NOT_A_RUN_YET)
+    if not names or any(name in _RUN_MARKERS for name in names) or checkpoints.latest_checkpoint(
+            output_dir) or glob.glob(os.path.join(glob.escape(output_dir), "*.index")):
+        return
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    raise RunDirectoryError(
+        f"--output_dir={output_dir} holds files that are not a training run's ({shown}); training "
+        f"would write its checkpoints, best/ and event files among them. Give a new or empty "
+        f"directory.")
+
+
 def check_same_run(output_dir, identity):
     """Refuses to continue a run of another model or problem.
 
@@ -171,12 +208,20 @@ def check_same_run(output_dir, identity):
         identity: `{flag name: value}` that must match the saved flags, e.g.
             `{"model": "dep_parse", "problem": "synthetic_syntax_reorder"}`.
 
+    The directory is this process's from here on (`directory_lock`, until
+    the program ends): a second trainer, averaging or grid is refused.
+
     Raises:
-        RunDirectoryError: a saved value differs, or the directory holds
-            checkpoints without the run's `hparams.json`.
+        RunDirectoryError: a saved value differs, the directory holds
+            checkpoints without the run's `hparams.json`, or it holds files
+            and none of a run (a directory of the user's, or `/`).
+        DirectoryInUseError: another process works in the directory.
     """
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise RunDirectoryError(f"--output_dir={output_dir} is a file, not a directory")
+    _check_not_foreign(output_dir)
+    if _writes_the_run():
+        directory_lock.acquire(output_dir)
     saved_hparams = os.path.exists(hparams_path(output_dir))
     if not saved_hparams and checkpoints.latest_checkpoint(output_dir):
         raise RunDirectoryError(
