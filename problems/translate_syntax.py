@@ -23,7 +23,8 @@ Options (`--problem_options`):
   the target language, undone by `bin/decode --detokenize`) or `tokens`;
 * `parser` (or `bin/datagen --parser`): `spacy:MODEL` or
   `stanza:LANG[:MODEL_DIR]`, default `stanza:<source_language>`; parses are
-  cached in `<tmp_dir>/translate_syntax_parses/`;
+  cached in `<tmp_dir>/translate_syntax_parses/`. The files of every split
+  are looked for before the parser is loaded and the parsing starts;
 * the base options: `subwords=joint|separate` for subword units,
   `vocab_size`, `subword_vocab_size`, `source_lemmas`, ...
 
@@ -138,8 +139,18 @@ class TranslateSyntax(Problem):
 
     # Samples ---------------------------------------------------------------
 
+    def check_files(self, tmp_dir: str) -> None:
+        """Raises `RawDataError` for a missing file of any split, before the long parsing starts."""
+        self._require_languages()
+        for split in SPLIT_NAMES:
+            for side in ("source", "target"):
+                self.file_path(tmp_dir, split, side)
+
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
         self._require_languages()
+        if split == TRAIN:
+            # Datagen parses the training split first: a missing dev file would show only after it.
+            self.check_files(tmp_dir)
         source_path = self.file_path(tmp_dir, split, "source")
         target_path = self.file_path(tmp_dir, split, "target")
         if self.source_format == "conllu":

@@ -109,6 +109,15 @@ def test_tokenised_and_conllu_sources(tmp_path, parser_dir):
         list(given.generate_samples(str(tmp_path), "test", None))
 
 
+def test_a_missing_file_of_any_split_is_named_before_the_parser_loads(tmp_path):
+    write_files(tmp_path / "raw")
+    (tmp_path / "raw" / "dev.en").unlink()
+    given = problem(source_language="cs", target_language="en",
+                    parser=f"spacy:{tmp_path / 'no_such_parser'}")
+    with pytest.raises(RawDataError, match=r"no target file of the dev split"):
+        next(given.generate_samples(str(tmp_path / "raw"), "train", None))
+
+
 def test_missing_languages_files_and_bad_formats_are_named(tmp_path):
     with pytest.raises(RawDataError, match="needs the options source_language and target_language"):
         list(problem().generate_samples(str(tmp_path), "train", None))

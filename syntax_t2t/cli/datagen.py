@@ -55,7 +55,8 @@ if "parser" not in FLAGS:
     flags.DEFINE_string("parser", None,
                         "Parser of problems that start from raw text (their 'parser' option): "
                         "spacy:MODEL (package or directory, e.g. from bin/train_parser) or "
-                        "stanza:LANG[:MODEL_DIR].")
+                        "stanza:LANG[:MODEL_DIR]; default: the problem's (translate_syntax: "
+                        "stanza:<source_language>).")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "data_dir", "random_seed", "parser"):
