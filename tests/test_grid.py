@@ -125,6 +125,22 @@ def test_a_run_another_process_works_on_is_skipped(tmp_path, monkeypatch, lock_f
     assert grid.execute(run) is True and done == [1]  # nothing is redone
 
 
+def test_a_finished_run_whose_scores_were_deleted_is_scored_again(tmp_path, monkeypatch):
+    """Issue 35, item 10: it stayed at "testing" for ever (its stages all marked done)."""
+    grid = runner.GridRunner(_experiment(), "toy", str(tmp_path), {"data_dir": str(tmp_path)})
+    run = runner.plan(grid.experiment, str(tmp_path))[0]
+    done = []
+    scores = Path(run.directory) / runner.SCORES_FILE
+    monkeypatch.setattr(grid, "stages", lambda run, state: [
+        ("train", lambda: done.append("train")),
+        ("score", lambda: (done.append("score"), scores.write_text("{}")))])
+    assert grid.execute(run) and done == ["train", "score"]
+    scores.unlink()
+    assert grid.progress(run)["stages_left"] == ["score"]
+    assert grid.execute(run) and done == ["train", "score", "score"] and scores.exists()
+    assert grid.progress(run)["stages_left"] == []
+
+
 def _finished_source_run(grid_dir, experiment, train_done=True):
     """A run of `experiment` in `grid_dir` as bin/grid leaves it, with stand-in files."""
     grid = runner.GridRunner(experiment, "short", str(grid_dir), {"data_dir": str(grid_dir)})

@@ -212,6 +212,13 @@ def install_copy(run, source, state, ignore=None):
     return True
 
 
+def _done(run, state, key):
+    """Whether a stage is done: marked so, and for the scores, their file still there."""
+    if key == "score" and not os.path.exists(os.path.join(run.directory, SCORES_FILE)):
+        return False  # deleted since: scored again rather than "testing" for ever
+    return bool(state.get("done", {}).get(key))
+
+
 @contextlib.contextmanager
 def _legacy_lock(directory):
     """Waits for no grid of the code before `directory_lock` that works on the run.
@@ -557,7 +564,7 @@ class GridRunner:
             for key, action in self.stages(run, state):
                 # Scores are rewritten after any stage ran: a stage the experiment
                 # gained after the run was scored (`length_penalties`) adds to them.
-                if not state["done"].get(key) or (key == "score" and worked):
+                if not _done(run, state, key) or (key == "score" and worked):
                     worked = True
                     action()
                     state["done"][key] = True
@@ -581,7 +588,7 @@ class GridRunner:
         started = bool(done) or os.path.exists(os.path.join(run.directory, "train.log"))
         if not (started or evaluations):
             return {"run": run.name, "stage": "not started"}
-        left = [key for key, _ in self.stages(run, state) if not done.get(key)]
+        left = [key for key, _ in self.stages(run, state) if not _done(run, state, key)]
         result = {"run": run.name, "stage": "training" if "train" in left else "testing",
                   "stages_left": left}
         if evaluations:
