@@ -93,9 +93,13 @@ class CurreyHeafield(Problem):
 
     base_problem: Optional[type] = None
     has_source_trees = False
+    #: Options passed to the base problem.
     base_options: Optional[dict] = None
+    #: Keep the words in the linearised parses (left out by default).
     linearization_words = False
+    #: File of bracketed source trees, formatted with `problem` (the base's name) and `split`.
     constituency_pattern = "{problem}.{split}.trees"
+    #: Examples in the seeded shuffle buffer that mixes translation and parsing.
     mix_buffer_size = 100_000
 
     option_names = Problem.option_names + (

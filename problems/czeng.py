@@ -57,11 +57,18 @@ class CzengSyntax(Problem):
     """
 
     has_target_trees = True  # the English a-layer trees
+    #: The packages of the training set.
     train_packages = tuple(range(0, 9))
+    #: The package whose first pairs are the dev set, then the test set.
     heldout_package = 9
+    #: Sentence pairs of the dev set.
     dev_size = 1_000
+    #: Sentence pairs of the test set.
     test_size = 10_000
+    #: One export file instead of packages (relative to --tmp_dir or absolute): dev,
+    #: then test, then training pairs.
     single_file: Optional[str] = None
+    #: Directory under --tmp_dir holding the export files.
     data_subdir = "czeng"
 
     option_names = Problem.option_names + (

@@ -37,8 +37,11 @@ class De2csSyntax(Problem):
     `cs`).
     """
 
+    #: Directory under --tmp_dir holding the files.
     data_subdir = "de2cs"
+    #: Language code in the source file names.
     source_language = "de"
+    #: Language code in the target file names.
     target_language = "cs"
 
     option_names = Problem.option_names + ("data_subdir", "source_language", "target_language")

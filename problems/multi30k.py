@@ -76,8 +76,11 @@ class Multi30kSyntax(Problem):
 
     source_language = ""
     target_language = ""
+    #: spacy:MODEL or stanza:LANG[:MODEL_DIR], the parser of the source text.
     parser = ""
+    #: Directory under --tmp_dir holding (or receiving) the raw files.
     data_subdir = "multi30k"
+    #: URL of a missing raw file, formatted with `filename` (e.g. train.cs.gz).
     url_template = URL_TEMPLATE
     num_shards = {TRAIN: 10, DEV: 1, TEST: 1}
 

@@ -49,9 +49,13 @@ class PudSyntax(Problem):
     source_language = ""
     target_language = ""
     has_target_trees = True  # the target language's gold PUD trees
+    #: Sentences of the training split, the first of the source file.
     train_size = 800
+    #: Sentences of the dev split, after the training ones.
     dev_size = 100
+    #: Sentences of the test split, after the dev ones.
     test_size = 100
+    #: URL of a missing treebank file, formatted with `treebank` and `filename`.
     url_template = URL_TEMPLATE
     num_shards = {TRAIN: 1, DEV: 1, TEST: 1}
 

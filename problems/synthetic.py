@@ -288,12 +288,19 @@ class SyntheticSyntaxReorder(Problem):
     """
 
     has_target_trees = True
+    #: Sentence pairs of the training split.
     train_size = 20_000
+    #: Sentence pairs of the dev split.
     dev_size = 500
+    #: Sentence pairs of the test split.
     test_size = 500
+    #: Fewest source words of a sentence.
     min_length = 3
+    #: Most source words of a sentence.
     max_length = 20
+    #: Probability that a sentence ends in punctuation attached to its root.
     root_punct_probability = 0.05
+    #: Seeds the pseudo-words of both languages (`random_seed` seeds the sentences).
     lexicon_seed = 0
     num_shards = {TRAIN: 2, DEV: 1, TEST: 1}
 

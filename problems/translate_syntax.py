@@ -59,17 +59,31 @@ SPLIT_NAMES = {TRAIN: ("train",), DEV: ("dev", "valid", "val"), TEST: ("test",)}
 class TranslateSyntax(Problem):
     """Source trees -> target tokens from the user's files (see the module docstring)."""
 
+    #: Language code of the source files, e.g. cs (their names end in it).
     source_language = ""
+    #: Language code of the target files, e.g. en.
     target_language = ""
+    #: text (raw sentences, parsed and tokenised by `parser`), tokens
+    #: (whitespace-tokenised sentences, parsed as they are) or conllu (trees given).
     source_format = "text"
+    #: text (raw, tokenised by spaCy's rule-based tokenizer of the target
+    #: language; bin/decode --detokenize undoes it) or tokens.
     target_format = "text"
+    #: spacy:MODEL or stanza:LANG[:MODEL_DIR]; empty: stanza:<source_language>.
     parser = ""
+    #: Directory of the split files <split>.<language>; empty: --tmp_dir.
     files = ""
+    #: Path of the training source file, instead of looking in `files`.
     train_source = ""
+    #: Path of the training target file, instead of looking in `files`.
     train_target = ""
+    #: Path of the dev source file, instead of looking in `files`.
     dev_source = ""
+    #: Path of the dev target file, instead of looking in `files`.
     dev_target = ""
+    #: Path of the test source file, instead of looking in `files`.
     test_source = ""
+    #: Path of the test target file, instead of looking in `files`.
     test_target = ""
 
     option_names = Problem.option_names + (

@@ -8,7 +8,10 @@ A problem's options are the class attributes named in its `option_names`
 (`syntax_t2t.problem`). Values are typed and checked as `--hparams` are,
 against the type of the class's default (an int widens to a float; an option
 whose default is None takes any type); an unknown key is refused with the
-closest names. Per-split dicts (`num_shards`) are set in a subclass only.
+closest names and a list of every option (its type, default and meaning);
+`--problem_options=help` prints that list. An option's meaning is the `#:`
+comment above its class attribute (the nearest class that has one). Per-split
+dicts (`num_shards`) are set in a subclass only.
 
 `bin/datagen` records the options in the data's completion record.
 `bin/train` and `bin/decode` build the problem with the recorded options, so
@@ -16,6 +19,9 @@ that they read the data as it was written; options given to them must equal
 the recorded ones.
 """
 
+import inspect
+import re
+import textwrap
 from typing import Optional
 
 from syntax_t2t import registry
@@ -24,6 +30,10 @@ from syntax_t2t.hparams import HParams, HParamsError, format_literal, parse_over
 
 class ProblemOptionsError(HParamsError):
     """Options that the problem does not have, of the wrong type, or that contradict its data."""
+
+
+class ProblemOptionsHelp(Exception):
+    """`--problem_options=help`: the text is the options' list; the program prints it and stops."""
 
 
 class _Options(HParams):
@@ -40,13 +50,59 @@ def _settable(problem_class) -> _Options:
     return options
 
 
+def settable_names(problem_class) -> list[str]:
+    """The options `--problem_options` can set, in the order the class names them."""
+    return [name for name in problem_class.option_names
+            if not isinstance(getattr(problem_class, name), dict)]
+
+
+def describe(problem_class) -> str:
+    """Every settable option of `problem_class`, one per line: name (type, default): meaning."""
+    options, meanings = _settable(problem_class), _meanings(problem_class)
+    lines = [f"options of {registry.snake_case(problem_class.__name__)} "
+             f"(--problem_options='key=value,...'):"]
+    for option in settable_names(problem_class):
+        kind = options._types[option] or "any"
+        if option in options._nullable and kind != "any":
+            kind += " or none"
+        default = format_literal(getattr(problem_class, option))
+        lines.append(f"  {option} ({kind}, default {default}): "
+                     f"{meanings.get(option, '(not described)')}")
+    return "\n".join(lines)
+
+
+def _meanings(problem_class) -> dict[str, str]:
+    """The `#:` comment above each class attribute, from the nearest class that has one."""
+    meanings: dict[str, str] = {}
+    for klass in problem_class.__mro__:
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        comment: list[str] = []
+        for line in source.splitlines():
+            body = line[4:] if line.startswith("    ") and not line.startswith("     ") else None
+            if body is not None and body.startswith("#:"):
+                comment.append(body[2:].strip())
+                continue
+            match = re.match(r"(\w+)\s*(:[^=]*)?=", body or "")
+            if match and comment:
+                meanings.setdefault(match.group(1), " ".join(comment))
+            comment = []
+    return meanings
+
+
 def parse(problem_class, text: str) -> dict:
     """`--problem_options` text as `{name: typed value}` for `problem_class`.
 
     Raises:
         ProblemOptionsError: an unknown or per-split option, a malformed
-            value or one of the wrong type.
+            value or one of the wrong type; for an unknown one the message
+            lists every option (`describe`).
+        ProblemOptionsHelp: `text` is `help`.
     """
+    if text.strip() == "help":
+        raise ProblemOptionsHelp(describe(problem_class))
     try:
         overrides = parse_overrides(text)
         options = _settable(problem_class)
@@ -58,7 +114,9 @@ def parse(problem_class, text: str) -> dict:
     except ProblemOptionsError:
         raise
     except HParamsError as error:
-        raise ProblemOptionsError(f"--problem_options={text!r}: {error}") from error
+        listing = (f"\n{describe(problem_class)}" if str(error).startswith("unknown problem option")
+                   else "")
+        raise ProblemOptionsError(f"--problem_options={text!r}: {error}{listing}") from error
     return {name: options.get(name) for name in overrides}
 
 

@@ -1,5 +1,9 @@
 """--problem_options: typed like --hparams, unknown keys refused, recorded by datagen and checked later."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from absl import flags
 from absl.testing import flagsaver
@@ -44,6 +48,42 @@ def test_values_are_typed_by_the_class_defaults():
 def test_bad_options_are_refused(text, message):
     with pytest.raises(problem_options.ProblemOptionsError, match=message):
         problem_options.parse(synthetic(), text)
+
+
+def test_an_unknown_option_lists_every_option_with_type_default_and_meaning():
+    with pytest.raises(problem_options.ProblemOptionsError) as raised:
+        problem_options.parse(registry.problems.get("translate_syntax"), "foo=1")
+    message = str(raised.value)
+    assert "unknown problem option 'foo'" in message
+    assert "source_format (str, default text): text (raw sentences" in message
+    assert "subword_vocab_size (int, default 16000): Largest subword vocabulary" in message
+    assert "tag_vocab_size (any, default none): Largest tag" in message
+    # Per-split dicts are not settable here, so not listed.
+    assert "num_shards" not in message
+
+
+def test_problem_options_help_lists_the_options_and_stops(capsys):
+    with pytest.raises(problem_options.ProblemOptionsHelp) as raised:
+        problem_options.parse(registry.problems.get("translate_syntax"), "help")
+    text = str(raised.value)
+    assert text.startswith("options of translate_syntax (--problem_options='key=value,...'):")
+    assert "parser (str, default ''): spacy:MODEL or stanza:LANG[:MODEL_DIR]" in text
+    for name in problem_options.settable_names(registry.problems.get("translate_syntax")):
+        assert f"\n  {name} (" in text
+    # Every built-in problem describes every option it has.
+    for name in registry.problems.names():
+        assert "(not described)" not in problem_options.describe(registry.problems.get(name)), name
+
+
+@pytest.mark.slow
+def test_bin_datagen_prints_the_list_and_exits_zero(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "bin" / "datagen"),
+         "--problem=translate_syntax", f"--data_dir={tmp_path}", "--problem_options=help"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "  source_format (str, default text): " in result.stdout
+    assert not list(tmp_path.iterdir())
 
 
 def run_datagen(data_dir, tmp_dir, options):

@@ -9,7 +9,7 @@ import sys
 
 from absl import app, flags, logging
 
-from syntax_t2t import directory_lock, registry
+from syntax_t2t import directory_lock, problem_options, registry
 from syntax_t2t.cli import aliases, registration
 from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
@@ -111,6 +111,9 @@ def run(main, extra_user_errors=(), builtins=None):
             aliases.apply()
             load_registry(builtins)
             return main(argv)
+        except problem_options.ProblemOptionsHelp as listing:
+            print(listing)  # --problem_options=help
+            sys.exit(0)
         except user_errors as error:
             logging.error("%s", error)
             print(f"error: {error}", file=sys.stderr)
