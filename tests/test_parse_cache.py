@@ -182,3 +182,19 @@ def test_a_killed_parse_resumes_to_the_same_cache(tmp_path):
         assert actual.read() == expected.read()
     assert [line for line, _ in parse_cache.read_parses(path)] == [
         number for number in range(1, 401) if (number - 1) % 17]
+
+
+def test_a_cached_tree_changed_by_hand_is_refused(tmp_path, source):
+    """Issue 35, item 5: a cached word edited by hand ("Pes" -> "Kůň") went into the training data
+    and shifted every id after it; the cache's own `# text` was never compared with it."""
+    path = parse_cache.parse_file(ChainParser(), source, tmp_path / "parses")
+    text = gzip.decompress(open(path, "rb").read()).decode("utf-8")
+    assert "# parse_sha256 = " in text
+    assert [tree.comments.keys() for _, tree in parse_cache.read_parses(path)][0] == {
+        "source_line", "text"}
+    with open(path, "wb") as stream:
+        stream.write(gzip.compress(text.replace("\tPes\t", "\tKůň\t", 1).encode("utf-8")))
+    with pytest.raises(InputError, match=r"sentence 1 \(input line 1\) was changed after it was "
+                                         r"parsed: its words, tree or text no longer match its "
+                                         r"'# parse_sha256'\. Delete the cache to parse again"):
+        list(parse_cache.read_parses(path))

@@ -54,6 +54,8 @@ from syntax_t2t.parsing.parser import Parser, ParserError
 PathLike = Union[str, os.PathLike]
 
 SOURCE_LINE, TEXT = "source_line", "text"
+#: A cached tree's digest of its words, tree and text: a tree changed after parsing is refused.
+DIGEST = "parse_sha256"
 _KEY_HEX_DIGITS = 16
 _PROGRESS_EVERY_SECONDS = 30.0
 #: Trees per committed chunk of a cache being written: an interrupted parse
@@ -144,8 +146,8 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
             offset, count = committed.offset, committed.trees
             while chunk := list(itertools.islice(trees, chunk_lines)):
                 # mtime=0: the same trees give the same bytes, resumed or not.
-                member = gzip.compress(format_conllu(tree for _, tree in chunk).encode("utf-8"),
-                                       mtime=0)
+                member = gzip.compress(format_conllu(_sealed(tree) for _, tree in chunk).encode(
+                    "utf-8"), mtime=0)
                 data.write(member)
                 _sync(data)
                 offset, count = offset + len(member), count + len(chunk)
@@ -252,12 +254,28 @@ def parse_lines(parser: Parser, input_path: PathLike, pretokenized: bool = False
                                                     os.fspath(input_path)))
 
 
+def _digest(tree: DependencyTree) -> str:
+    """What `DIGEST` holds: a digest of the tree's words, tree, tags and `# text`."""
+    content = [list(tree.tokens), tree.heads.tolist(), list(tree.labels), list(tree.lemmas),
+               list(tree.upos), list(tree.xpos), tree.comments.get(TEXT)]
+    return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()[
+        :_KEY_HEX_DIGITS]
+
+
+def _sealed(tree: DependencyTree) -> DependencyTree:
+    return dataclasses.replace(tree, comments=dict(tree.comments, **{DIGEST: _digest(tree)}))
+
+
 def read_parses(path: PathLike) -> Iterator[tuple[int, DependencyTree]]:
     """`(source line, tree)` of a cache file written by `parse_file`.
 
+    Each tree is checked against its `# parse_sha256` (caches written before
+    it existed have none), which is then left out of its comments.
+
     Raises:
         InputError: the file is not such a cache (a tree without a valid,
-            increasing `# source_line`), naming the file.
+            increasing `# source_line`), or a tree was changed after it was
+            parsed, naming the file.
     """
     previous = 0
     for index, tree in enumerate(read_conllu(path), start=1):
@@ -269,6 +287,16 @@ def read_parses(path: PathLike) -> Iterator[tuple[int, DependencyTree]]:
                 f"{previous}; this is not a parse cache written by parse_file. Delete it to parse "
                 f"again", reason="bad parse cache")
         previous = int(value)
+        saved = tree.comments.get(DIGEST)
+        if saved is not None:
+            tree = dataclasses.replace(tree, comments={
+                key: text for key, text in tree.comments.items() if key != DIGEST})
+            if _digest(tree) != saved:
+                raise InputError(
+                    path, None,
+                    f"sentence {index} (input line {previous}) was changed after it was parsed: its "
+                    f"words, tree or text no longer match its '# {DIGEST}'. Delete the cache to "
+                    f"parse again", reason="bad parse cache")
         yield previous, tree
 
 
