@@ -97,7 +97,7 @@ def build(case):
     model = registry.model(name)(hparams, VOCAB_SIZES)
     full = make_batch()
     batch = {key: full[key] for key in model.train_features}
-    derived = getattr(model, "derived_features", None)
+    derived = model.derived_features
     if derived is not None:
         batch.update(derived.compute(dict(batch)))
     batch = {key: keras.ops.convert_to_tensor(value) for key, value in batch.items()}

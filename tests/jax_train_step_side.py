@@ -44,7 +44,7 @@ def load_batches(path):
 def model_batch(model, features):
     """The model's train features, with those it derives on the host added."""
     batch = {key: features[key] for key in model.train_features}
-    derived = getattr(model, "derived_features", None)
+    derived = model.derived_features
     if derived is not None:
         batch.update(derived.compute(dict(batch)))
     return batch
@@ -73,7 +73,8 @@ def run_case(directory, built):
     hparams = registry.hparams(config["hparams_set"]).parse(config["hparams"])
     optimizer = optimizers.make_optimizer(hparams, config["policy"])
     optimizer.build(model.trainable_variables)
-    step = JaxTrainStep(model, optimizer, clip_grad_norm=config["clip_grad_norm"])
+    step = JaxTrainStep(model, optimizer, clip_grad_norm=config["clip_grad_norm"],
+                        loss_fn=criteria.for_model(model))
     state = step.initial_state()
     losses, finite = [], []
     for features in batches:

@@ -22,6 +22,11 @@ when made); the JAX trainer accumulates by the same rule in
 `batches_of_one_update`.
 """
 
+from typing import Any, Iterator, Optional, Sequence
+
+from syntax_t2t.hparams import HParams
+
+
 class GradientAccumulator:
     """Token-weighted sums of gradients over the batches of one optimizer step.
 
@@ -33,7 +38,7 @@ class GradientAccumulator:
         update_freq: batches per optimizer step K (at least 2).
     """
 
-    def __init__(self, variables, update_freq):
+    def __init__(self, variables: Sequence[Any], update_freq: int):
         import tensorflow as tf
 
         if update_freq < 2:
@@ -50,13 +55,13 @@ class GradientAccumulator:
                       for variable in variables]
         self._weight = tf.Variable(0.0, name="accumulated_tokens", **local)
 
-    def completes_update(self):
+    def completes_update(self) -> Any:
         """Whether the batch now trained on is the last of its optimizer step."""
         import tensorflow as tf
 
         return tf.equal((self._batches + 1) % self.update_freq, 0)
 
-    def add(self, gradients, tokens, finite):
+    def add(self, gradients: Sequence[Any], tokens: Any, finite: Any) -> list:
         """Adds one batch; returns the token-weighted mean gradients so far.
 
         Args:
@@ -83,7 +88,7 @@ class GradientAccumulator:
             means.append(summed / tf.maximum(total, 1.0))
         return means
 
-    def reset_if(self, condition):
+    def reset_if(self, condition: Any) -> None:
         """Empties the sums when `condition` holds (after the update); replica context."""
         import tensorflow as tf
 
@@ -91,13 +96,13 @@ class GradientAccumulator:
             accumulated.assign(tf.where(condition, tf.zeros_like(accumulated), accumulated))
         self._weight.assign(tf.where(condition, 0.0, self._weight))
 
-    def has_tokens(self):
+    def has_tokens(self) -> Any:
         """Whether the batches of this step added anything (all may have been skipped)."""
         import tensorflow as tf
 
         return self._weight > 0.0
 
-    def advance(self):
+    def advance(self) -> Any:
         """Counts the batch trained on; cross-replica context. Returns whether it ended a step."""
         import tensorflow as tf
 
@@ -106,7 +111,8 @@ class GradientAccumulator:
         return completes
 
 
-def make_accumulator(hparams, variables):
+def make_accumulator(hparams: HParams,
+                     variables: Sequence[Any]) -> Optional[GradientAccumulator]:
     """The accumulator of `hparams.update_freq`, or None for one batch per step.
 
     Runs saved before `update_freq` existed train one batch per step.
@@ -115,7 +121,8 @@ def make_accumulator(hparams, variables):
     return GradientAccumulator(variables, update_freq) if update_freq > 1 else None
 
 
-def batches_of_one_update(batch, iterator, update_freq):
+def batches_of_one_update(batch: Any, iterator: Iterator[Any],
+                          update_freq: int) -> Iterator[Any]:
     """The batches of one optimizer step: `batch`, then `update_freq - 1` more from `iterator`."""
     yield batch
     for _ in range(update_freq - 1):

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 
+import keras
 import numpy as np
 from absl import logging
 
@@ -50,7 +51,7 @@ def checkpoint_step(prefix: str) -> int:
     return step
 
 
-def average_into(model, prefixes: list[str]) -> None:
+def average_into(model: keras.Model, prefixes: list[str]) -> None:
     """Sets the model's weights to their mean over the checkpoints.
 
     Floating-point weights are averaged (accumulated in float64); any other
@@ -127,7 +128,7 @@ def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
                               f"replace them: give a new or empty directory")
 
 
-def save_averaged(model, run_dir: str, averaged_dir: str, step: int) -> str:
+def save_averaged(model: keras.Model, run_dir: str, averaged_dir: str, step: int) -> str:
     """Saves the model as `averaged_dir/ckpt-<step>` beside a copy of the run's files.
 
     With `hparams.json` and `flags.txt` copied, `averaged_dir` works as the
@@ -145,7 +146,8 @@ def save_averaged(model, run_dir: str, averaged_dir: str, step: int) -> str:
     return save_model_directory(model, run_dir, averaged_dir, step)
 
 
-def save_model_directory(model, run_dir: str, directory: str, step: int) -> str:
+def save_model_directory(model: keras.Model, run_dir: str, directory: str,
+                         step: int) -> str:
     """Replaces `directory` with the model's weights (`ckpt-<step>`) and the run's files.
 
     The directory is built beside its target and swapped in whole, so a kill

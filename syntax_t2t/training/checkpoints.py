@@ -42,7 +42,7 @@ directory renamed into place, its manifest written last);
 `remove_partial_saves` deletes only what killed saves left.
 """
 
-from typing import Optional
+from typing import Any, Optional
 
 import keras
 from absl import logging
@@ -55,6 +55,7 @@ from syntax_t2t.checkpointing.errors import (CheckpointError, CheckpointMismatch
 from syntax_t2t.checkpointing.variables import model_weights, random_state  # noqa: F401
 from syntax_t2t.checkpointing.weights import (check_fits, read_model_weights,  # noqa: F401
                                               restore_model, save_weights, tensorflow_format)
+from syntax_t2t.hparams import HParams
 from syntax_t2t.training import optimizers
 
 #: The file of the NumPy pipeline's position in a checkpoint directory.
@@ -82,7 +83,7 @@ class JsonInputPosition:
 
     kind = "input_position"
 
-    def __init__(self, iterator):
+    def __init__(self, iterator: Any):
         self.iterator = iterator
         self.restore_error = None
 
@@ -130,8 +131,8 @@ class TrainingCheckpoint:
             position when it can be (see the module docstring), or None.
     """
 
-    def __init__(self, directory: str, model, optimizer, step, keep_checkpoint_max: Optional[int],
-                 data_iterator=None):
+    def __init__(self, directory: str, model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                 step: Any, keep_checkpoint_max: Optional[int], data_iterator: Any = None):
         self.directory = directory
         self.model = model
         self.optimizer = optimizer
@@ -354,7 +355,8 @@ class TrainingCheckpoint:
         return discovery.remove_partial_saves(self.directory)
 
 
-def convert_tensorflow_checkpoints(directory: str, model, hparams) -> list[str]:
+def convert_tensorflow_checkpoints(directory: str, model: keras.Model,
+                                   hparams: HParams) -> list[str]:
     """Rewrites `directory`'s checkpoints in TensorFlow's format in the directory format.
 
     Only TensorFlow can read them, so call it on the TensorFlow backend. A

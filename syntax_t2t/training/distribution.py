@@ -13,6 +13,7 @@ TensorFlow is imported by the functions that make strategies, so that
 import json
 import os
 import tempfile
+from typing import Any, Mapping, Optional
 
 DISTRIBUTIONS = ("auto", "none", "mirrored", "multi_worker")
 
@@ -21,7 +22,7 @@ class DistributionError(ValueError):
     """A strategy this host cannot provide."""
 
 
-def cluster_size(environ=None):
+def cluster_size(environ: Optional[Mapping[str, str]] = None) -> int:
     """The number of tasks `TF_CONFIG` names (1 when it is unset).
 
     Raises:
@@ -52,7 +53,7 @@ def _mirrored_devices():
     return [device.name for device in devices]
 
 
-def make_strategy(choice, num_devices=None):
+def make_strategy(choice: str, num_devices: Optional[int] = None) -> Any:
     """The strategy for a `--distribution` value.
 
     Args:
@@ -91,7 +92,7 @@ def make_strategy(choice, num_devices=None):
     return tf.distribute.get_strategy()
 
 
-def is_chief(strategy):
+def is_chief(strategy: Any) -> bool:
     """Whether this task writes the run's files (summaries, hparams, checkpoints).
 
     In a multi-worker cluster that is the `chief` task, or worker 0 when the
@@ -106,7 +107,7 @@ def is_chief(strategy):
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
-def writable_directory(strategy, directory):
+def writable_directory(strategy: Any, directory: str) -> str:
     """Where this task saves checkpoints.
 
     Every worker of a multi-worker strategy takes part in saving (the

@@ -13,7 +13,7 @@ import tensorflow as tf
 PAD_ID = 0
 
 
-def token_accuracy_counts(logits, targets):
+def token_accuracy_counts(logits: tf.Tensor, targets: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Teacher-forced predictions that equal the target, over non-padding targets.
 
     Args:
@@ -30,6 +30,6 @@ def token_accuracy_counts(logits, targets):
             tf.reduce_sum(tf.cast(real, tf.float32)))
 
 
-def target_token_count(targets):
+def target_token_count(targets: tf.Tensor) -> tf.Tensor:
     """The number of non-padding target tokens (what tokens/s counts)."""
     return tf.reduce_sum(tf.cast(tf.not_equal(targets, PAD_ID), tf.float32))

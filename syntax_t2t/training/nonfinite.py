@@ -21,6 +21,8 @@ them); the JAX step makes the same ones (`backend/jax_train_step.py`), and
 both trainers raise `NonFiniteLossError`.
 """
 
+from typing import Any, Optional, Sequence
+
 import keras
 
 
@@ -33,7 +35,7 @@ class NonFiniteLossError(ArithmeticError):
         last_checkpoint: the newest checkpoint, or None.
     """
 
-    def __init__(self, step, last_checkpoint):
+    def __init__(self, step: int, last_checkpoint: Optional[str]):
         self.step = step
         self.last_checkpoint = last_checkpoint
         kept = (f"the last checkpoint, {last_checkpoint}, holds the last good weights"
@@ -45,7 +47,7 @@ class NonFiniteLossError(ArithmeticError):
             f"(bin/train --skip_nonfinite_batches)")
 
 
-def all_finite(loss, gradients, optimizer):
+def all_finite(loss: Any, gradients: Sequence[Any], optimizer: keras.optimizers.Optimizer) -> Any:
     """Whether the loss (and gradients) of every replica are finite; call in a replica context.
 
     Args:
@@ -75,7 +77,8 @@ def all_finite(loss, gradients, optimizer):
     return finite
 
 
-def apply_if(condition, optimizer, gradients, variables):
+def apply_if(condition: Any, optimizer: keras.optimizers.Optimizer, gradients: Sequence[Any],
+             variables: Sequence[Any]) -> None:
     """`optimizer.apply(gradients, variables)` when `condition` holds; call in a replica context.
 
     Optimizers synchronise replicas with `merge_call`, which TensorFlow does

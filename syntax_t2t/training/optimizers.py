@@ -17,14 +17,16 @@ TensorFlow is imported only by the functions of the TensorFlow trainer, so
 that the JAX step (and `bin/bench` under JAX) build the same optimizer.
 """
 
+from typing import Any, Sequence
+
 import keras
 
 from syntax_t2t.backend import clipping
-from syntax_t2t.hparams import HParamsError
+from syntax_t2t.hparams import HParams, HParamsError
 from syntax_t2t.training import precision, schedules
 
 
-def make_optimizer(hparams, policy_name):
+def make_optimizer(hparams: HParams, policy_name: str) -> keras.optimizers.Optimizer:
     """Builds the optimizer described by `hparams`.
 
     Args:
@@ -77,13 +79,13 @@ class HalvingSGD(keras.optimizers.SGD):
         **kwargs: `keras.optimizers.SGD` arguments.
     """
 
-    def build(self, variables):
+    def build(self, variables: Sequence[Any]) -> None:
         super().build(variables)
         self.previous_dev_loss = self.add_variable(
             shape=(), initializer=keras.initializers.Constant(float("inf")),
             name="previous_dev_loss")
 
-    def observe_dev_loss(self, loss):
+    def observe_dev_loss(self, loss: float) -> bool:
         """Records an evaluation's dev loss; halves the rate if it is worse than the last one.
 
         Call it after building the optimizer, once per evaluation.
@@ -98,7 +100,7 @@ class HalvingSGD(keras.optimizers.SGD):
         return worse
 
 
-def loss_scale(optimizer):
+def loss_scale(optimizer: keras.optimizers.Optimizer) -> Any:
     """The factor by which the loss is multiplied before differentiation."""
     import tensorflow as tf
 
@@ -107,7 +109,7 @@ def loss_scale(optimizer):
     return tf.constant(1.0)
 
 
-def dense_gradients(gradients):
+def dense_gradients(gradients: Sequence[Any]) -> list:
     """The gradients with every `tf.IndexedSlices` (an embedding lookup's) summed into a dense tensor.
 
     Keras's Adam on TensorFlow squares the slices of an `IndexedSlices` one by
@@ -129,7 +131,8 @@ def dense_gradients(gradients):
             for gradient in gradients]
 
 
-def clip_by_global_norm(gradients, clip_norm, optimizer):
+def clip_by_global_norm(gradients: Sequence[Any], clip_norm: float,
+                        optimizer: keras.optimizers.Optimizer) -> list:
     """Clips one replica's gradients so that the summed gradient's norm is at most `clip_norm`.
 
     Called in a replica context. With several replicas the gradients are

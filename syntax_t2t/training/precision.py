@@ -10,6 +10,7 @@ JAX step can scope the same dtype policies.
 """
 
 import contextlib
+from typing import Any, Iterator, Optional, Sequence
 
 import keras
 
@@ -46,7 +47,8 @@ def _jax_gpu_compute_capabilities():
     return capabilities
 
 
-def resolve_precision(choice, gpu_compute_capabilities=None):
+def resolve_precision(choice: str,
+                      gpu_compute_capabilities: Optional[Sequence[Any]] = None) -> str:
     """The Keras dtype policy name for a `--mixed_precision` value.
 
     Args:
@@ -73,7 +75,7 @@ def resolve_precision(choice, gpu_compute_capabilities=None):
     return "mixed_float16"
 
 
-def resolve_xla(choice, has_gpu=None):
+def resolve_xla(choice: str, has_gpu: Optional[bool] = None) -> bool:
     """Whether to compile the train step with XLA, for an `--xla` value.
 
     Args:
@@ -100,13 +102,13 @@ def resolve_xla(choice, has_gpu=None):
     return has_gpu
 
 
-def needs_loss_scaling(policy_name):
+def needs_loss_scaling(policy_name: str) -> bool:
     """float16 has too few exponent bits for small gradients; bfloat16 does not."""
     return policy_name == "mixed_float16"
 
 
 @contextlib.contextmanager
-def dtype_policy(policy_name):
+def dtype_policy(policy_name: str) -> Iterator[None]:
     """Sets the global Keras dtype policy inside the block, restoring it after.
 
     Layers fix their policy when they are constructed, so building the model

@@ -13,6 +13,7 @@ for (viewing the logs needs it, of course). On other backends
 
 import json
 import os
+from typing import Mapping, Optional
 
 import keras
 from absl import logging
@@ -24,7 +25,7 @@ from syntax_t2t.training import event_files
 TRAINING_TIME_FILE = "training_time.json"
 
 
-def write_scalar(tag, value, step):
+def write_scalar(tag: str, value: float, step: int) -> None:
     """Writes one scalar for TensorBoard to TensorFlow's default summary writer."""
     import tensorflow as tf
     from tensorflow.core.framework import summary_pb2
@@ -82,7 +83,7 @@ def _scalar_writer(directory):
     return _EventFileScalars(directory)
 
 
-def format_duration(seconds):
+def format_duration(seconds: float) -> str:
     """`3725` -> `"1h02m"`, `65` -> `"1m05s"`, `7` -> `"7s"`."""
     seconds = int(round(max(0.0, seconds)))
     hours, rest = divmod(seconds, 3600)
@@ -94,7 +95,7 @@ def format_duration(seconds):
     return f"{seconds}s"
 
 
-def format_losses(losses):
+def format_losses(losses: Mapping[str, float]) -> str:
     """`{"total": 3.2, "nmt": 3.0, "parse": 0.2}` -> `"loss 3.2000 (nmt 3.0000, parse 0.2000)"`."""
     parts = [f"{name} {value:.4f}" for name, value in sorted(losses.items()) if name != "total"]
     text = f"loss {losses['total']:.4f}"
@@ -110,7 +111,7 @@ class ProgressReporter:
         train_steps: the step training stops at, for the ETA.
     """
 
-    def __init__(self, output_dir, train_steps):
+    def __init__(self, output_dir: Optional[str], train_steps: int):
         self.train_steps = train_steps
         self.output_dir = output_dir
         self.totals = read_training_time(output_dir) if output_dir else None
@@ -120,8 +121,9 @@ class ProgressReporter:
             self._train_writer = _scalar_writer(os.path.join(output_dir, "train"))
             self._eval_writer = _scalar_writer(os.path.join(output_dir, "eval"))
 
-    def report_training(self, step, losses, tokens_per_second, steps_per_second, learning_rate,
-                        diagnostics=None):
+    def report_training(self, step: int, losses: Mapping[str, float], tokens_per_second: float,
+                        steps_per_second: float, learning_rate: float,
+                        diagnostics: Optional[Mapping[str, float]] = None) -> None:
         """Logs one progress line and writes the training scalars.
 
         Args:
@@ -130,8 +132,8 @@ class ProgressReporter:
             tokens_per_second: non-padding target tokens per second.
             steps_per_second: training steps per second.
             learning_rate: the current learning rate.
-            diagnostics: `{name: mean over the interval}` of the model's
-                `training_diagnostics` (a parse head's loss share and
+            diagnostics: `{name: mean over the interval}` of the criterion's
+                diagnostics (a supervised head's loss share and
                 attention entropy), written under `diagnostics/<name>`.
         """
         diagnostics = diagnostics or {}
@@ -147,7 +149,7 @@ class ProgressReporter:
                        learning_rate=learning_rate)
         self._train_writer.write(scalars, step)
 
-    def add_training_time(self, seconds, tokens, steps):
+    def add_training_time(self, seconds: float, tokens: float, steps: float) -> None:
         """Adds an interval's training time (saving and evaluating left out) to the run's total.
 
         Kept in `<output_dir>/training_time.json`, so that a resumed run's
@@ -162,7 +164,7 @@ class ProgressReporter:
         io_utils.atomic_write_text(os.path.join(self.output_dir, TRAINING_TIME_FILE),
                                    json.dumps(self.totals) + "\n")
 
-    def report_evaluation(self, step, results):
+    def report_evaluation(self, step: int, results: Mapping[str, float]) -> None:
         """Logs and writes a dev-set evaluation.
 
         Args:
@@ -173,13 +175,13 @@ class ProgressReporter:
         logging.info("eval at step %d: %s", step, text)
         self._eval_writer.write(results, step)
 
-    def close(self):
+    def close(self) -> None:
         self._train_writer.close()
         if self._eval_writer is not self._train_writer:
             self._eval_writer.close()
 
 
-def read_training_time(output_dir):
+def read_training_time(output_dir: str) -> dict:
     """`{"seconds", "tokens", "steps"}` trained so far in `output_dir` (zeros for a new run)."""
     path = os.path.join(output_dir, TRAINING_TIME_FILE)
     if os.path.exists(path):

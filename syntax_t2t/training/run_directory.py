@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import subprocess
+from typing import Any, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -62,15 +63,15 @@ class RunDirectoryError(ValueError):
     """An output directory that holds a run this command cannot continue."""
 
 
-def hparams_path(output_dir):
+def hparams_path(output_dir: str) -> str:
     return os.path.join(output_dir, HPARAMS_FILE)
 
 
-def flags_path(output_dir):
+def flags_path(output_dir: str) -> str:
     return os.path.join(output_dir, FLAGS_FILE)
 
 
-def load_hparams(output_dir):
+def load_hparams(output_dir: str) -> Optional[HParams]:
     """The saved hparams of the run in `output_dir`, or None for a new run.
 
     Raises:
@@ -88,7 +89,7 @@ def load_hparams(output_dir):
         raise InputError(path, line, f"not a saved hparams file: {error}") from error
 
 
-def load_flags(output_dir):
+def load_flags(output_dir: str) -> dict[str, str]:
     """`{name: value}` from the run's `flags.txt` ({} when there is none).
 
     Raises:
@@ -109,7 +110,7 @@ def load_flags(output_dir):
     return values
 
 
-def write_run_files(output_dir, hparams, flag_lines):
+def write_run_files(output_dir: str, hparams: HParams, flag_lines: Sequence[str]) -> None:
     """Writes `hparams.json` and `flags.txt` (atomically) into `output_dir`.
 
     Args:
@@ -123,7 +124,7 @@ def write_run_files(output_dir, hparams, flag_lines):
     record_environment(output_dir)
 
 
-def environment():
+def environment() -> dict:
     """The Python and package versions (None: not installed) and the code's git commit."""
     versions = {}
     for name in RECORDED_PACKAGES:
@@ -152,7 +153,7 @@ def _git_state():
     return {"commit": commit, "modified": modified}
 
 
-def record_environment(output_dir):
+def record_environment(output_dir: str) -> None:
     """Appends this start's `environment()` to the run's `environment.json`."""
     path = os.path.join(output_dir, ENVIRONMENT_FILE)
     starts = []
@@ -200,7 +201,7 @@ def _check_not_foreign(output_dir):
         f"directory.")
 
 
-def check_same_run(output_dir, identity):
+def check_same_run(output_dir: str, identity: Mapping[str, Any]) -> None:
     """Refuses to continue a run of another model or problem.
 
     Args:
@@ -241,7 +242,8 @@ def check_same_run(output_dir, identity):
             f"Choose another --output_dir to start a new run.")
 
 
-def reconcile_hparams(output_dir, saved, requested):
+def reconcile_hparams(output_dir: str, saved: Optional[HParams],
+                      requested: Optional[HParams]) -> HParams:
     """The hparams of a run: the saved ones, unless the command asks for others.
 
     Args:

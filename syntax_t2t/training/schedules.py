@@ -10,8 +10,12 @@ Keras passes the optimizer's `iterations` (0 before the first update), so the
 first update uses step 1 rather than a wasted rate of 0.
 """
 
+from typing import Any
+
 import keras
 from keras import ops
+
+from syntax_t2t.hparams import HParams
 
 
 @keras.saving.register_keras_serializable(package="syntax_t2t")
@@ -25,7 +29,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         warmup_steps: number of updates of linear warm-up (> 0).
     """
 
-    def __init__(self, learning_rate, hidden_size, warmup_steps):
+    def __init__(self, learning_rate: float, hidden_size: int, warmup_steps: int):
         if warmup_steps <= 0:
             raise ValueError(f"warmup_steps must be positive, got {warmup_steps}")
         if hidden_size <= 0:
@@ -34,7 +38,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.hidden_size = int(hidden_size)
         self.warmup_steps = int(warmup_steps)
 
-    def __call__(self, step):
+    def __call__(self, step: Any) -> Any:
         """The rate for the update after `step` previous updates.
 
         Args:
@@ -49,7 +53,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return (self.learning_rate * self.hidden_size ** -0.5
                 * ops.minimum(step * warmup ** -1.5, ops.rsqrt(step)))
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"learning_rate": self.learning_rate,
                 "hidden_size": self.hidden_size,
                 "warmup_steps": self.warmup_steps}
@@ -62,7 +66,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
 T2T_NOAM_SCALE = 5000.0 * 0.002
 
 
-def learning_rate_schedule(hparams):
+def learning_rate_schedule(hparams: HParams) -> NoamSchedule:
     """The schedule configured by `hparams` (`learning_rate`, `hidden_size`,
     `learning_rate_warmup_steps`), scaled as T2T 1.5.6 scales it."""
     return NoamSchedule(hparams.learning_rate * T2T_NOAM_SCALE, hparams.hidden_size,

@@ -17,6 +17,7 @@ to every task of a job).
 
 import signal
 import threading
+from typing import Any, Optional
 
 from absl import logging
 
@@ -33,7 +34,7 @@ class TrainingInterrupted(Exception):
             was saved (no step was trained since the last checkpoint).
     """
 
-    def __init__(self, signal_number, step, checkpoint):
+    def __init__(self, signal_number: int, step: int, checkpoint: Optional[str]):
         self.signal_number = signal_number
         self.step = step
         self.checkpoint = checkpoint
@@ -42,7 +43,7 @@ class TrainingInterrupted(Exception):
                          f"({saved}); run the same command again to resume")
 
     @property
-    def exit_status(self):
+    def exit_status(self) -> int:
         """The shell's status for a process ended by this signal: 128 + its number."""
         return 128 + int(self.signal_number)
 
@@ -61,13 +62,13 @@ class StopSignals:
         self.received = None
         self._previous = {}
 
-    def __enter__(self):
+    def __enter__(self) -> "StopSignals":
         if threading.current_thread() is threading.main_thread():
             for number in SIGNALS:
                 self._previous[number] = signal.signal(number, self._handle)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> None:
         self._restore()
         return False
 

@@ -31,7 +31,7 @@ its weights are saved.
 import json
 import math
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from absl import logging
 
@@ -44,7 +44,8 @@ PLOT_FILE = "learning_curve.png"
 METRICS = {"bleu": ("bleu", True), "loss": ("loss/nmt", False), "uas": ("uas", True)}
 
 
-def improved(value, best, higher_is_better, min_delta=0.0):
+def improved(value: float, best: Optional[float], higher_is_better: bool,
+             min_delta: float = 0.0) -> bool:
     """Whether `value` beats `best` (None: nothing yet) by more than `min_delta`."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
@@ -53,7 +54,7 @@ def improved(value, best, higher_is_better, min_delta=0.0):
     return value > best + min_delta if higher_is_better else value < best - min_delta
 
 
-def read_history(output_dir):
+def read_history(output_dir: str) -> dict:
     """The run's validation state: `{"evaluations": [...], "best": {...}|None, "stopped_early": step|None}`."""
     empty = {"evaluations": [], "best": None, "stopped_early": None}
     return io_utils.read_json(os.path.join(output_dir, HISTORY_FILE), empty,
@@ -112,17 +113,17 @@ class Validation:
             self.state["stopped_early"] = None
 
     @property
-    def stopped_early(self):
+    def stopped_early(self) -> Optional[int]:
         """The step at which early stopping ended the run, or None."""
         return self.state.get("stopped_early")
 
     @property
-    def evaluations_without_improvement(self):
+    def evaluations_without_improvement(self) -> int:
         best = self.state.get("best")
         best_step = best["step"] if best else -1
         return sum(1 for entry in self.state["evaluations"] if entry["step"] > best_step)
 
-    def missing_evaluation(self, step, eval_every):
+    def missing_evaluation(self, step: int, eval_every: int) -> bool:
         """Whether `step`, where a resumed run starts, is an evaluation step with no evaluation.
 
         A run stopped after saving an evaluation step's checkpoint but before
@@ -134,7 +135,8 @@ class Validation:
             return False
         return all(entry["step"] != step for entry in self.state["evaluations"])
 
-    def after_evaluation(self, step, results, model):
+    def after_evaluation(self, step: int, results: dict[str, float],
+                         model: Any) -> tuple[dict[str, float], bool]:
         """Records an evaluation and keeps the best weights.
 
         Args:
