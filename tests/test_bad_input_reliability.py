@@ -3,10 +3,13 @@
 Same harness and promise as `test_bad_input.py` (status 1 and one `error:`
 line naming what is wrong, or success with the reported warning), for the
 families the hostile run of issue 35 found: directories two programs worked
-in at once (item 1), and the items after it. Each row failed before its fix.
+in at once (item 1), outputs that are inputs (6), special directories (7),
+full and read-only disks (8), numbers (11) and text (12). Each row failed
+before its fix, except the ones that say what must keep working.
 """
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -15,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import unicodedata
+from unittest import mock
 
 import pytest
 from bad_input_harness import (PROBLEM, REPO, Case, Workspace, check_case, decode_input,
@@ -23,6 +27,7 @@ from test_bad_input_runs import (copy_data, copy_run, digest, evaluate_files,
                                  recorded_but_untrained, tiny_with)
 
 from syntax_t2t import directory_lock, io_utils
+from syntax_t2t.cli import evaluate
 from syntax_t2t.decoding import inputs
 from syntax_t2t.training import checkpoint_averaging
 
@@ -230,6 +235,31 @@ SPECIAL_CASES = [
 ]
 
 
+# Full and read-only disks (item 8) -------------------------------------------------------------
+# Before: Python's OSError 28 or 30 with a traceback.
+
+def evaluate_on_a_disk_that(code, message):
+    def run(ws, capsys):
+        def failing_write(path, report):
+            raise OSError(code, message, path)
+        with mock.patch.object(evaluate, "write_json", failing_write):
+            return evaluate_files("a b\n", "a b\n",
+                                  json_output=lambda ws: str(ws.tmp / "scores.json"))(ws, capsys)
+    return run
+
+
+DISK_CASES = [
+    Case("disks: bin/evaluate --json_output on a full disk",
+         evaluate_on_a_disk_that(errno.ENOSPC, "No space left on device"),
+         r"cannot write .*/scores\.json: No space left on device; the disk is full: free some "
+         r"space, or write elsewhere"),
+    Case("disks: bin/evaluate --json_output on a read-only file system",
+         evaluate_on_a_disk_that(errno.EROFS, "Read-only file system"),
+         r"cannot write .*/scores\.json: Read-only file system; the file system is read-only: "
+         r"write elsewhere"),
+]
+
+
 # Numbers (item 11) -----------------------------------------------------------------------------
 
 NUMBER_CASES = [
@@ -257,7 +287,8 @@ TEXT_CASES = [
 ]
 
 
-RELIABILITY_CASES = (LOCK_CASES + OUTPUT_CASES + SPECIAL_CASES + NUMBER_CASES + TEXT_CASES)
+RELIABILITY_CASES = (LOCK_CASES + OUTPUT_CASES + SPECIAL_CASES + DISK_CASES + NUMBER_CASES
+                     + TEXT_CASES)
 
 
 @pytest.mark.parametrize("case", RELIABILITY_CASES, ids=[case.id for case in RELIABILITY_CASES])

@@ -5,6 +5,7 @@ Each program defines only its own flags; the ones every T2T-style tool has
 `--output_dir`, `--usr_dir`, `--registry_help`) are defined here once.
 """
 
+import errno
 import sys
 
 from absl import app, flags, logging
@@ -29,6 +30,12 @@ flags.DEFINE_string("usr_dir", None, "Directory of user modules that register pr
 flags.DEFINE_bool("registry_help", False, "Print what is registered and exit.")
 flags.DEFINE_integer("random_seed", None,
                      "Seed of everything random: initialisation, dropout, data order, sampled data.")
+
+
+# A full or read-only disk is the user's to fix, not a bug to trace back (issue 35, item 8).
+_STORAGE_ADVICE = {errno.ENOSPC: "the disk is full: free some space, or write elsewhere",
+                   errno.EDQUOT: "the disk quota is used up: free some space, or write elsewhere",
+                   errno.EROFS: "the file system is read-only: write elsewhere"}
 
 
 class UsageError(Exception):
@@ -117,6 +124,12 @@ def run(main, extra_user_errors=(), builtins=None):
         except user_errors as error:
             logging.error("%s", error)
             print(f"error: {error}", file=sys.stderr)
+            sys.exit(1)
+        except OSError as error:
+            if error.errno not in _STORAGE_ADVICE:
+                raise
+            print(f"error: cannot write {error.filename or 'a file'}: {error.strerror}; "
+                  f"{_STORAGE_ADVICE[error.errno]}", file=sys.stderr)
             sys.exit(1)
         finally:
             # Run and data directories are the program's until it ends (tests run several in one
