@@ -29,6 +29,7 @@ def test_cli_errors_are_one_clear_line(tmp_path):
     assert unknown.returncode == 1
     assert ("error: unknown problem 'synthetic_syntax_reorde'. Did you mean synthetic_syntax_reorder"
             in err)
+    assert err.count("unknown problem 'synthetic_syntax_reorde'") == 1  # printed once, not logged too
     assert "Traceback" not in err
     out, err = czeng.communicate(timeout=120)
     assert czeng.returncode == 1

@@ -8,7 +8,7 @@ Each program defines only its own flags; the ones every T2T-style tool has
 import errno
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from syntax_t2t import directory_lock, problem_options, registry
 from syntax_t2t.cli import aliases, registration
@@ -122,7 +122,7 @@ def run(main, extra_user_errors=(), builtins=None):
             print(listing)  # --problem_options=help
             sys.exit(0)
         except user_errors as error:
-            logging.error("%s", error)
+            # Once, without a logging line that says it again.
             print(f"error: {error}", file=sys.stderr)
             sys.exit(1)
         except OSError as error:
