@@ -72,6 +72,7 @@ from typing import Iterator, Optional
 from syntax_t2t import registry
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.problem import DEV, TEST, TRAIN, Problem, TreeTokens
+from syntax_t2t.problem_options import ProblemOptionsError
 
 # Part of speech -> number of words in each language's lexicon.
 LEXICON_SIZES = {"VERB": 60, "NOUN": 120, "ADJ": 50, "ADV": 25, "PRON": 8, "DET": 6, "ADP": 10,
@@ -310,9 +311,14 @@ class SyntheticSyntaxReorder(Problem):
 
     def __init__(self, **options):
         super().__init__(**options)
+        # Option errors are the user's (one line), not a traceback.
         if not 1 <= self.min_length <= self.max_length:
-            raise ValueError(f"need 1 <= min_length <= max_length, got {self.min_length}, "
-                             f"{self.max_length}")
+            raise ProblemOptionsError(
+                f"problem options min_length={self.min_length}, max_length={self.max_length} of "
+                f"{self.name}: need 1 <= min_length <= max_length")
+        if self.train_size < 1:
+            raise ProblemOptionsError(f"problem option train_size={self.train_size} of {self.name}: "
+                                      f"need at least 1 training sentence")
         self._lexicon: Optional[Lexicon] = None
 
     @property

@@ -262,7 +262,20 @@ DISK_CASES = [
 
 # Numbers (item 11) -----------------------------------------------------------------------------
 
+def datagen_with(options):
+    def run(ws, capsys):
+        return run_program("datagen", capsys, problem=PROBLEM, data_dir=str(ws.tmp / "data"),
+                           problem_options=options)
+    return run
+
+
 NUMBER_CASES = [
+    Case("numbers: min_length above max_length", datagen_with("min_length=9,max_length=4"),
+         rf"problem options min_length=9, max_length=4 of {PROBLEM}: need 1 <= min_length <= "
+         r"max_length", check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
+    Case("numbers: train_size=0", datagen_with("train_size=0"),
+         rf"problem option train_size=0 of {PROBLEM}: need at least 1 training sentence",
+         check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
     Case("numbers: learning_rate_warmup_steps=0 with Adam",
          train_with(hparams=tiny_with("learning_rate_warmup_steps", 0)),
          r"hparam learning_rate_warmup_steps=0 must be at least 1 with optimizer=adam \(its "
