@@ -222,6 +222,9 @@ def test_sigterm_keeps_the_best_pipeline_and_says_how_to_go_on(tmp_path):
     finally:
         process.kill()
     assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
+    # spaCy's lines once (not again through absl's handler), and no colour codes in a pipe.
+    assert err.count("Set up nlp object from config") == 1
+    assert "\x1b[" not in out + err
     assert "run the same command again to resume" in err and "Traceback" not in err
     assert spacy.load(output).pipe_names[-1] == "parser"
     assert (tmp_path / "parser.training" / "state.json").is_file()

@@ -24,6 +24,7 @@ pipeline so far goes to `--output_dir`, the state to resume from stays in
 128 + the signal's number, as `bin/train`). A second signal stops at once.
 """
 
+import logging
 import sys
 
 
@@ -86,6 +87,8 @@ def main(argv):
         sentences_per_doc=FLAGS.sentences_per_doc, max_train_sentences=FLAGS.max_train_sentences,
         seed=FLAGS.random_seed if FLAGS.random_seed is not None else _DEFAULTS.seed,
         dropout=FLAGS.training_dropout)
+    # spaCy's logger has its own handler; through absl's root handler each line came twice.
+    logging.getLogger("spacy").propagate = False
     with StopSignals() as stop:
         try:
             summary = train_spacy_parser(FLAGS.train_files, FLAGS.output_dir, settings,

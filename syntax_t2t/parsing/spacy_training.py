@@ -185,7 +185,8 @@ def train_spacy_parser(train_files: Sequence[str], output_dir: str, settings: Tr
         log.write(f"resuming at update {state['step']}{_of(settings.max_steps)} from {work_dir} "
                   f"(best dev score so far {state['best_score']:.4f}, at update "
                   f"{state['best_step']})\n")
-    interrupted = _train(nlp, work_dir, state, settings, log, should_stop)
+    interrupted = _train(nlp, work_dir, state, settings, log, should_stop,
+                         on="dev" if dev_trees else "training")
     best = os.path.join(work_dir, _BEST)
     chosen = best if (dev_trees or interrupted) and os.path.isdir(best) else os.path.join(
         work_dir, _LAST)
@@ -208,12 +209,16 @@ def _of(max_steps: int) -> str:
 
 
 def _train(nlp, work_dir: str, state: dict, settings: TrainingSettings, log: IO[str],
-           should_stop: Callable[[], bool]) -> bool:
+           should_stop: Callable[[], bool], on: str = "dev") -> bool:
     """spaCy's training loop (`spacy.training.loop.train`) with saves to resume from.
 
     Updates `state` (`step`, `best_score`, `best_step`) and saves it with the
     last pipeline at every evaluation, and the best pipeline when the dev
     score is the best of the whole run, resumed parts included.
+
+    Args:
+        on: what the evaluations score, for the progress lines ("dev", or
+            "training" when there are no dev files).
 
     Returns:
         Whether `should_stop` ended it.
@@ -257,7 +262,7 @@ def _train(nlp, work_dir: str, state: dict, settings: TrainingSettings, log: IO[
             save(_BEST)
         save_state()
         log.write(_progress_line(state, info, settings.max_steps, first_step,
-                                 time.monotonic() - start) + "\n")
+                                 time.monotonic() - start, on=on) + "\n")
         log.flush()
 
     info = None
@@ -280,12 +285,12 @@ def _train(nlp, work_dir: str, state: dict, settings: TrainingSettings, log: IO[
 
 
 def _progress_line(state: dict, info: dict, max_steps: int, first_step: int,
-                   seconds: float) -> str:
+                   seconds: float, on: str = "dev") -> str:
     scores = info.get("other_scores") or {}
     shown = " ".join(f"{name} {100 * scores[key]:.1f}" for key, name in
                      (("dep_uas", "UAS"), ("dep_las", "LAS"), ("pos_acc", "UPOS"),
                       ("tag_acc", "XPOS")) if isinstance(scores.get(key), float))
-    line = (f"update {state['step']}{_of(max_steps)}: dev {shown} (score {info['score']:.4f}; "
+    line = (f"update {state['step']}{_of(max_steps)}: {on} {shown} (score {info['score']:.4f}; "
             f"best {state['best_score']:.4f} at update {state['best_step']}); "
             f"{_duration(seconds)} so far")
     done = state["step"] - first_step
