@@ -25,9 +25,10 @@ from syntax_t2t.data.schema import (  # noqa: F401
 from syntax_t2t.data import tree_controls
 from syntax_t2t.data.tree import UNKNOWN, DependencyTree
 from syntax_t2t.data.subwords import MIN_VOCAB_SIZE
-from syntax_t2t.data.vocab import EOS_ID, Vocabulary
+from syntax_t2t.data.vocab import EOS_ID, RESERVED_TOKENS, Vocabulary
 from syntax_t2t.datagen import records as datagen_records
 from syntax_t2t.errors import SkipCounter
+from syntax_t2t.hparams import HParamsError
 
 if TYPE_CHECKING:
     from syntax_t2t.data.pipeline import PipelineCounters
@@ -118,8 +119,15 @@ class Problem:
             raise ValueError(f"{self.name}: option tree_source={self.tree_source!r} replaces "
                              f"source trees, and this problem has none")
         if self.subwords and self.subword_vocab_size < MIN_VOCAB_SIZE:
-            raise ValueError(f"{self.name}: option subword_vocab_size={self.subword_vocab_size} is "
-                             f"below the minimum {MIN_VOCAB_SIZE}")
+            raise HParamsError(f"{self.name}: option subword_vocab_size={self.subword_vocab_size} "
+                               f"is below the minimum {MIN_VOCAB_SIZE}")
+        for name in ("vocab_size", "tag_vocab_size"):
+            size = getattr(self, name)
+            if size is not None and size <= len(RESERVED_TOKENS):
+                # An option error is the user's to fix (one line), not a traceback from datagen.
+                raise HParamsError(f"{self.name}: option {name}={size} leaves no room for a word: "
+                                   f"it must be above the {len(RESERVED_TOKENS)} reserved tokens "
+                                   f"({', '.join(RESERVED_TOKENS)})")
         self._vocabularies = None
         self._vocabulary_dir = None
 

@@ -273,6 +273,10 @@ NUMBER_CASES = [
     Case("numbers: min_length above max_length", datagen_with("min_length=9,max_length=4"),
          rf"problem options min_length=9, max_length=4 of {PROBLEM}: need 1 <= min_length <= "
          r"max_length", check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
+    Case("numbers: vocab_size=1", datagen_with("vocab_size=1"),
+         rf"{PROBLEM}: option vocab_size=1 leaves no room for a word: it must be above the 4 "
+         r"reserved tokens \(<pad>, <EOS>, <UNK>, <ROOT>\)",
+         check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
     Case("numbers: train_size=0", datagen_with("train_size=0"),
          rf"problem option train_size=0 of {PROBLEM}: need at least 1 training sentence",
          check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
