@@ -20,18 +20,28 @@ pipeline run deterministically, and a run interrupted and resumed any number
 of times ends with the same weights as an uninterrupted one (on the same
 machine and software). Training examples longer than `max_length` are
 dropped; how many is reported at the end.
+
+Backends. On TensorFlow (the default) the trainer is `training/trainer.py`
+on `tf.data` input, under a `tf.distribute` strategy. With
+`KERAS_BACKEND=jax` it is `training/jax_trainer.py` on the NumPy input
+pipeline (`data/numpy_pipeline.py`), and TensorFlow is never imported: every
+flag means what it means on TensorFlow, except those the JAX trainer cannot
+honour, which are refused with the reason (`--xla=false`: JAX compiles
+everything with XLA; `--distribution=mirrored|multi_worker` and
+`--worker_gpu` > 1: one device for now). Checkpoints are in the format both
+backends read, so a run can be resumed, decoded or averaged on either.
 """
 
+import os
 import sys
 
 import keras
-import tensorflow as tf
 from absl import flags, logging
 
 from syntax_t2t.hparams_sets import descriptions
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import aliases, common
-from syntax_t2t.data import pipeline, shard_check
+from syntax_t2t.data import tfrecord
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import parse_overrides
 from syntax_t2t.problem import DEV, TRAIN, WORD_POSITION_FEATURE
@@ -43,7 +53,6 @@ from syntax_t2t.training import (checkpoint_averaging, checkpoints, distribution
 from syntax_t2t.training.checkpoints import CheckpointError, restore_model
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import TrainingInterrupted
-from syntax_t2t.training.trainer import Trainer
 
 FLAGS = flags.FLAGS
 SCHEDULES = ("train_and_evaluate", "train", "evaluate")
@@ -107,7 +116,8 @@ flags.DEFINE_enum("schedule", "train_and_evaluate", SCHEDULES,
                   "on the dev set, no training).")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
-                  "(hosts named by TF_CONFIG); auto picks by the hardware.")
+                  "(hosts named by TF_CONFIG); auto picks by the hardware. KERAS_BACKEND=jax "
+                  "trains on one device: auto or none.")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
@@ -175,14 +185,34 @@ def _check_data(problem):
             f"training evaluates on it")
 
 
+def _shortest_training_example(files, max_length):
+    """None when a training example fits `max_length`, else the shortest example's length."""
+    if _on_tensorflow():
+        import tensorflow as tf
+        from syntax_t2t.data import pipeline
+
+        examples = tf.data.TFRecordDataset(files).map(
+            lambda record: pipeline.parse_example(record, ("inputs", "targets")))
+        fits = examples.filter(lambda example: pipeline.example_length(example) <= max_length)
+        if next(iter(fits.take(1)), None) is not None:
+            return None
+        return min(int(pipeline.example_length(example)) for example in examples)
+    shortest = None
+    for path in files:
+        for data in tfrecord.read_records(path):
+            features = tfrecord.parse_int_lists(data, ("inputs", "targets"))
+            length = max(len(values) for values in features.values())
+            if length <= max_length:
+                return None
+            shortest = length if shortest is None else min(shortest, length)
+    return shortest
+
+
 def _check_lengths(problem, hparams):
     """Fails when no training example fits `max_length`: training would wait forever for a batch."""
     files = problem.filepaths(FLAGS.data_dir, TRAIN)
-    examples = tf.data.TFRecordDataset(files).map(
-        lambda record: pipeline.parse_example(record, ("inputs", "targets")))
-    fits = examples.filter(lambda example: pipeline.example_length(example) <= hparams.max_length)
-    if next(iter(fits.take(1)), None) is None:
-        shortest = min(int(pipeline.example_length(example)) for example in examples)
+    shortest = _shortest_training_example(files, hparams.max_length)
+    if shortest is not None:
         raise common.UsageError(
             f"no example of the train split of problem {FLAGS.problem} in {FLAGS.data_dir} fits "
             f"max_length={hparams.max_length}: the shortest is {shortest} tokens long (with "
@@ -241,6 +271,89 @@ def _evaluate_newest_checkpoint(trainer, dev_dataset):
         f"{name} {value:.4f}" for name, value in sorted(results.items())))
 
 
+def _on_tensorflow():
+    return keras.backend.backend() == "tensorflow"
+
+
+def _check_jax_flags():
+    """Refuses, with the reason, the flags the JAX trainer cannot honour."""
+    if FLAGS.xla == "false":
+        raise common.UsageError("--xla=false: under KERAS_BACKEND=jax every step is compiled with "
+                                "XLA (JAX has no other way to run it); leave --xla at auto or true")
+    if FLAGS.distribution in ("mirrored", "multi_worker"):
+        asked = (f"--worker_gpu={FLAGS.worker_gpu}" if FLAGS.worker_gpu
+                 else f"--distribution={FLAGS.distribution}")
+        raise common.UsageError(
+            f"{asked}: training on several devices is done with tf.distribute, which "
+            f"KERAS_BACKEND=jax does not have; the JAX trainer trains on one device (data "
+            f"parallelism with keras.distribution is issue 33, item 4). Use the TensorFlow "
+            f"backend, or --distribution=auto")
+    if distribution.cluster_size() > 1:
+        raise common.UsageError("TF_CONFIG names a cluster of several tasks: multi-worker "
+                                "training is TensorFlow's (tf.distribute); the JAX trainer "
+                                "trains on one device. Unset TF_CONFIG or use the TensorFlow "
+                                "backend")
+
+
+def _make_deterministic():
+    """Deterministic kernels (the input order is the seeded pipeline's own)."""
+    if _on_tensorflow():
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+        return
+    # XLA on a CPU is deterministic; on a GPU it must be asked to be, before
+    # JAX starts its backends (nothing has touched a device yet).
+    flag = "--xla_gpu_deterministic_ops=true"
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    if flag not in xla_flags:
+        os.environ["XLA_FLAGS"] = f"{xla_flags} {flag}".strip()
+
+
+def _make_trainer(model_class, hparams, vocab_sizes, output_dir, policy_name, strategy,
+                  jit_compile):
+    """The backend's trainer: `Trainer` (TensorFlow) or `JaxTrainer`."""
+    options = dict(policy_name=policy_name, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+                   save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                   log_step_count_steps=FLAGS.log_step_count_steps,
+                   skip_nonfinite_batches=FLAGS.skip_nonfinite_batches)
+    if _on_tensorflow():
+        from syntax_t2t.training.trainer import Trainer
+
+        return Trainer(lambda: model_class(hparams, vocab_sizes), hparams, output_dir,
+                       strategy=strategy, jit_compile=jit_compile, **options)
+    from syntax_t2t.training.jax_trainer import JaxTrainer
+
+    return JaxTrainer(lambda: model_class(hparams, vocab_sizes), hparams, output_dir, **options)
+
+
+def _datasets(problem, hparams, model):
+    """The training and dev input of the backend, and the training input's counters.
+
+    TensorFlow: `tf.data` pipelines (`Problem.dataset`); other backends: the
+    NumPy pipeline's datasets of the same batches, with the features the
+    model trains on and those it derives.
+    """
+    if _on_tensorflow():
+        from syntax_t2t.data import pipeline
+
+        counters = pipeline.PipelineCounters()
+        train = problem.dataset("train", FLAGS.data_dir, hparams, counters=counters,
+                                seed=FLAGS.random_seed)
+        return train, problem.dataset("eval", FLAGS.data_dir, hparams), counters
+    from syntax_t2t.data import numpy_pipeline
+
+    counters = numpy_pipeline.PipelineCounters()
+    keys = sorted(model.train_features)
+    derived = model.derived_features
+    train = numpy_pipeline.NumpyDataset(problem.filepaths(FLAGS.data_dir, TRAIN), keys, "train",
+                                        hparams, counters=counters, seed=FLAGS.random_seed,
+                                        derived=derived)
+    dev = numpy_pipeline.NumpyDataset(problem.filepaths(FLAGS.data_dir, DEV), keys, "eval",
+                                      hparams, derived=derived)
+    return train, dev, counters
+
+
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -263,41 +376,41 @@ def main(argv):
     _check_data(problem)
     vocab_sizes = problem.vocab_sizes(FLAGS.data_dir)
 
-    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
-    jit_compile = precision.resolve_xla(FLAGS.xla)
-    # Multi-worker strategies must exist before TensorFlow runs any op.
-    strategy = distribution.make_strategy(FLAGS.distribution, num_devices=FLAGS.worker_gpu)
-    logging.info("precision %s, XLA %s, %s", policy_name, "on" if jit_compile else "off",
-                 f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
-                 if strategy.num_replicas_in_sync > 1 else "one device")
+    if _on_tensorflow():
+        policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+        jit_compile = precision.resolve_xla(FLAGS.xla)
+        # Multi-worker strategies must exist before TensorFlow runs any op.
+        strategy = distribution.make_strategy(FLAGS.distribution, num_devices=FLAGS.worker_gpu)
+        logging.info("precision %s, XLA %s, %s", policy_name, "on" if jit_compile else "off",
+                     f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas"
+                     if strategy.num_replicas_in_sync > 1 else "one device")
+    else:
+        _check_jax_flags()
+        if FLAGS.deterministic:
+            _make_deterministic()  # before anything starts JAX's backends
+        policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+        strategy, jit_compile = None, True
+        logging.info("precision %s, XLA on (JAX), one device", policy_name)
 
     _check_lengths(problem, hparams)
-    if FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    if FLAGS.deterministic and _on_tensorflow():
+        _make_deterministic()
     if FLAGS.random_seed is not None:
         keras.utils.set_random_seed(FLAGS.random_seed)
-    trainer = Trainer(
-        lambda: model_class(hparams, vocab_sizes), hparams, output_dir, strategy=strategy,
-        policy_name=policy_name, jit_compile=jit_compile,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        log_step_count_steps=FLAGS.log_step_count_steps,
-        skip_nonfinite_batches=FLAGS.skip_nonfinite_batches)
+    trainer = _make_trainer(model_class, hparams, vocab_sizes, output_dir, policy_name, strategy,
+                            jit_compile)
     # Some models need more features with some hparams (known once built);
     # the data's own keys (bracketed trees, target trees) are in its record.
     _check_features(problem, trainer.model.train_features,
                     problem.data_feature_keys(FLAGS.data_dir))
     _warn_unread_word_positions(problem.data_feature_keys(FLAGS.data_dir), trainer.model, hparams)
-    counters = pipeline.PipelineCounters()
-    train_dataset = problem.dataset("train", FLAGS.data_dir, hparams, counters=counters,
-                                    seed=FLAGS.random_seed)
-    dev_dataset = problem.dataset("eval", FLAGS.data_dir, hparams)
+    train_dataset, dev_dataset, counters = _datasets(problem, hparams, trainer.model)
 
     if FLAGS.schedule == "evaluate":
         _evaluate_newest_checkpoint(trainer, dev_dataset)
         return
     validator = _validation(problem, trainer.model, output_dir)
-    if distribution.is_chief(strategy):
+    if strategy is None or distribution.is_chief(strategy):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
     try:
         evaluating = FLAGS.schedule != "train"
@@ -318,6 +431,12 @@ def main(argv):
 
 
 def _main_naming_damaged_shards(argv):
+    if not _on_tensorflow():
+        # The NumPy pipeline names a damaged shard itself (tfrecord.DamagedRecordError).
+        return main(argv)
+    import tensorflow as tf
+    from syntax_t2t.data import shard_check
+
     try:
         return main(argv)
     except tf.errors.DataLossError as error:
