@@ -41,6 +41,12 @@ def test_cli_errors_are_one_clear_line(tmp_path):
     assert not (tmp_path / "b" / "czeng_syntax.datagen.json").exists()
 
 
+def test_help_and_flag_errors_need_no_tensorflow():
+    """`bin/datagen --help` came back after the 10-20 s of importing TensorFlow."""
+    code = "import sys, syntax_t2t.cli.datagen; sys.exit('tensorflow' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=120).returncode == 0
+
+
 @pytest.fixture
 def run_datagen():
     """Runs `datagen.main` in this process with the given flags; returns its stdout."""

@@ -37,7 +37,6 @@ from syntax_t2t.data.download import DownloadError
 from syntax_t2t.errors import InputError, SkipCounter
 from syntax_t2t.parsing.parser import ParserError
 from syntax_t2t.datagen.records import DataOptionsError
-from syntax_t2t.datagen.writer import DatagenTask
 from syntax_t2t.problem import SPLITS, TRAIN, RawDataError
 
 FLAGS = flags.FLAGS
@@ -72,6 +71,9 @@ flags.DEFINE_bool("only_vocab", False, "Only build the vocabularies (run once be
 
 
 def _task():
+    # The writer imports TensorFlow: imported here, --help and flag errors come back at once.
+    from syntax_t2t.datagen.writer import DatagenTask
+
     if (FLAGS.task_id is None) != (FLAGS.num_tasks is None):
         raise common.UsageError("--task_id and --num_tasks go together")
     if FLAGS.task_id is None:
