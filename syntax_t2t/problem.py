@@ -503,7 +503,8 @@ class Problem:
 
         Raw data comes from `tmp_dir` (passed to `generate_samples`); at most
         `max_examples` per split are kept; complete data already there is
-        kept unless `overwrite`; `skip` counts the bad examples skipped under
+        kept unless `overwrite`, and refused when it was generated with other
+        options (`records.DataOptionsError`); `skip` counts the bad examples skipped under
         `--skip_bad_examples`. `num_workers` processes make and encode the
         samples (and parse, for problems that parse raw text) without
         changing the output; `task` (a `datagen_writer.DatagenTask`) writes
@@ -514,12 +515,13 @@ class Problem:
         Returns:
             The completion record: `counts` per split, file names, options,
             `complete` (False, with the task's record, while other tasks are
-            still to finish), `kept_existing` and `differs_from_request`
-            (complete data kept, generated with other options).
+            still to finish), `kept_existing` (complete data kept) and
+            `differs_from_request` (always False: such data is refused).
 
         Raises:
             InputError: bad raw data (unless `skip` is given).
             DataNotGeneratedError: a task found no matching vocabularies.
+            DataOptionsError: complete data of other options, without `overwrite`.
         """
         # TensorFlow writes the shards: imported here, so that decoding needs no TensorFlow.
         from syntax_t2t.datagen import writer as datagen_writer
