@@ -78,11 +78,11 @@ def require_derived(features: Mapping[str, object], keys: Sequence[str], model_n
 def decoding_derived_features(model: object) -> DerivedFeatures | None:
     """The features `model` derives on the host for decoding, or None.
 
-    A model whose training derivations read targets (NSD's target distances)
-    names its decoding ones `decode_derived_features`; otherwise decoding
-    derives what training does (`derived_features`).
+    The models contract (`models/contract.py`) gives every model
+    `decode_derived_features`: what training derives (`derived_features`)
+    unless the training derivations read targets (NSD's target distances).
     """
-    return getattr(model, "decode_derived_features", getattr(model, "derived_features", None))
+    return model.decode_derived_features
 
 
 def with_derived_features(model: object, batch: Mapping[str, np.ndarray]) -> dict:

@@ -119,7 +119,7 @@ class Decoder:
         self.problem = problem
         self.hparams = hparams
         self.parse_decoder = parse_decoder
-        self.head_key = getattr(model, "head_logits_key", ROOT_PREFIXED_KEY)
+        self.head_key = model.head_logits_key
         self.feature_keys = sorted(model.decode_features)
         # Features the model derives on the host with NumPy (data/derived_features.py),
         # added to every padded batch: the model never computes them itself.

@@ -46,7 +46,7 @@ def encoder_attention(model, problem, sources: Sequence, batch_size: int = 32) -
         One `SentenceAttention` per source, in order.
     """
     keys = sorted(model.decode_features)
-    prefix = (ROOT_TOKEN,) if getattr(model, "prefix_root", False) else ()
+    prefix = (ROOT_TOKEN,) if model.prefix_root else ()
     results = []
     for start in range(0, len(sources), batch_size):
         chunk = sources[start:start + batch_size]

@@ -112,7 +112,7 @@ def decode_batch(model, features: Mapping[str, Tensor], beam_size: int, alpha: f
                     alpha=alpha, eos_id=eos_id, length_scores=length_scores,
                     eos_candidates=eos_candidates)
     outputs = {"ids": result.ids, "lengths": result.lengths, "scores": result.scores}
-    head_key = getattr(model, "head_logits_key", "parse_logits")
+    head_key = model.head_logits_key
     if head_key in encoded:
         outputs[head_key] = encoded[head_key]
     return outputs

@@ -293,7 +293,7 @@ def _check_word_boundaries(experiment, system, hparams, fail):
         fail(f"system {system.name!r}: source_word_positions={str(reads).lower()}, but the "
              f"experiment's word-boundary rule gives every system "
              f"source_word_positions={str(rule).lower()}")
-    if rule and not getattr(registry.model(system.model), "reads_word_positions", False):
+    if rule and not registry.model(system.model).reads_word_positions:
         fail(f"system {system.name!r}: model {system.model!r} does not read word boundaries, so "
              f"the rule source_word_positions=true cannot hold for it; give every system "
              f"source_word_positions=false instead")

@@ -120,6 +120,9 @@ class ModelContract:
     derived_features: Optional[DerivedFeatures] = None
     #: The criterion (`syntax_t2t/criteria/`): a registered name or `model -> criterion`.
     criterion: CriterionSpec = "translation"
+    #: Whether the model reads `src_word_position` with `source_word_positions`
+    #: (`models/word_positions.py`; bin/train warns when it is off on subwords).
+    reads_word_positions: bool = False
     #: Output key of an encoder head's logits: `"parse_logits"` are scores over
     #: the `<ROOT>`-prefixed source; heads scored in another frame (SISA) use
     #: their own key.
