@@ -300,7 +300,7 @@ TEXT_CASES = [
          r"is it in another encoding than UTF-8\? Convert it, e.g\. with iconv -f cp1250 -t utf-8",
          check=lambda ws: not (ws.tmp / "output.txt").exists() or pytest.fail("decoded")),
     Case("text: a NUL byte in a decode input line", decode_input(b"a b\nc \x00 d\nb c\n"),
-         output=r"\(1 unusable input sentences left empty\)", check=output_lines(3, empty=[2])),
+         output=r"\(1 unusable input sentence left empty\)", check=output_lines(3, empty=[2])),
 ]
 
 
