@@ -60,8 +60,9 @@ test: install install-jax
 test-jax: install-jax
 	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=25 -m "backends and not slow" tests
 
-test-slow: install
+test-slow: install install-jax
 	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=40 -m slow tests
+	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=10 -m "backends and slow" tests
 
 DEMO_PROBLEM := synthetic_syntax_reorder
 DEMO_DATA := $(DEMO)/data
