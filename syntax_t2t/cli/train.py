@@ -370,10 +370,13 @@ def main(argv):
     _check_features(problem, model_class.train_features)
 
     output_dir = FLAGS.output_dir
+    # Names and overrides are checked before the run directory is taken (and perhaps created):
+    # a refused command leaves it as it was.
+    requested = _requested_hparams(run_directory.load_hparams(output_dir))
+    _check_data(problem)
     run_directory.check_same_run(output_dir, {"model": FLAGS.model, "problem": FLAGS.problem})
     saved = run_directory.load_hparams(output_dir)
-    hparams = run_directory.reconcile_hparams(output_dir, saved, _requested_hparams(saved))
-    _check_data(problem)
+    hparams = run_directory.reconcile_hparams(output_dir, saved, requested)
     vocab_sizes = problem.vocab_sizes(FLAGS.data_dir)
 
     if _on_tensorflow():

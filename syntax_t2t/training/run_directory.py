@@ -221,8 +221,17 @@ def check_same_run(output_dir: str, identity: Mapping[str, Any]) -> None:
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise RunDirectoryError(f"--output_dir={output_dir} is a file, not a directory")
     _check_not_foreign(output_dir)
-    if _writes_the_run():
-        directory_lock.acquire(output_dir)
+    lock = directory_lock.acquire(output_dir) if _writes_the_run() else None
+    try:
+        _check_identity(output_dir, identity)
+    except RunDirectoryError:
+        if lock is not None:
+            directory_lock.release(lock)  # refused: the directory is left as it was
+        raise
+
+
+def _check_identity(output_dir: str, identity: Mapping[str, Any]) -> None:
+    """`check_same_run`'s checks of the directory's contents, under its lock."""
     saved_hparams = os.path.exists(hparams_path(output_dir))
     if not saved_hparams and checkpoints.latest_checkpoint(output_dir):
         raise RunDirectoryError(
