@@ -118,7 +118,16 @@ def release(lock: DirectoryLock) -> None:
     _HELD.pop(lock.directory, None)
     if lock.inherited or lock.owner != os.getpid():
         return  # the parent's lock (passed on, or copied by a fork): the parent lets it go
-    if not lock.shared:
+    last = not lock.shared
+    if lock.shared:
+        # The last of the shared holders (no other one lets an exclusive lock through) removes
+        # the file as an exclusive holder does; the others leave it to that one.
+        try:
+            fcntl.flock(lock.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            last = True
+        except OSError:
+            last = False
+    if last:
         # Removed before it is let go: a process that opened this file meanwhile finds it gone
         # once it gets the lock, and starts over on a new file (`_take`).
         with contextlib.suppress(OSError):

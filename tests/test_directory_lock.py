@@ -109,6 +109,21 @@ def test_shared_holders_keep_an_exclusive_one_out(tmp_path):
         pass
 
 
+def test_the_last_shared_holder_removes_the_lock_file(tmp_path):
+    lock_file = tmp_path / directory_lock.LOCK_FILE
+    other = start_holder(tmp_path, "shared")
+    try:
+        with directory_lock.locked(str(tmp_path), "--data_dir", shared=True):
+            pass
+        assert lock_file.exists()  # the other holder still works there
+    finally:
+        stop(other)
+    assert not lock_file.exists()
+    with directory_lock.locked(str(tmp_path), "--data_dir", shared=True):
+        assert lock_file.exists()
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_child_works_under_its_parents_lock_and_no_one_else_does(tmp_path):
     child = textwrap.dedent(f"""
         import sys
