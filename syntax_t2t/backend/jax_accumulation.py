@@ -107,13 +107,7 @@ class JaxAccumulatingStep(JaxTrainStep):
         if not self.skip_nonfinite_batches:
             apply = ops.logical_and(apply, ops.logical_and(finite, train.nonfinite_step < 0))
 
-        def applied():
-            return self.optimizer.stateless_apply(train.optimizer, means, train.trainable)
-
-        def kept():
-            return list(train.trainable), list(train.optimizer)
-
-        trainable, optimizer = jax.lax.cond(apply, applied, kept)
+        trainable, optimizer = self._apply_if(apply, train, means)
         first_refused = ops.logical_and(ops.logical_not(finite), train.nonfinite_step < 0)
         report["finite"] = ops.cast(finite, "float32")
         new_train = TrainState(

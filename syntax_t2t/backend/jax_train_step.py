@@ -110,6 +110,17 @@ class JaxTrainStep:
         self._loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._step = jax.jit(self._update, donate_argnums=0) if jit else self._update
 
+    def _apply_if(self, apply: Any, state: TrainState, gradients: list) -> tuple[list, list]:
+        """The trainable and optimizer values after the update where `apply` holds, else as they were."""
+
+        def applied():
+            return self.optimizer.stateless_apply(state.optimizer, gradients, state.trainable)
+
+        def kept():
+            return list(state.trainable), list(state.optimizer)
+
+        return jax.lax.cond(apply, applied, kept)
+
     def initial_state(self) -> TrainState:
         """A state holding copies of the variables' current values and zero counters."""
         def copies(variables):
@@ -198,13 +209,7 @@ class JaxTrainStep:
         if not self.skip_nonfinite_batches:
             apply = ops.logical_and(apply, state.nonfinite_step < 0)
 
-        def applied():
-            return self.optimizer.stateless_apply(state.optimizer, gradients, state.trainable)
-
-        def kept():
-            return list(state.trainable), list(state.optimizer)
-
-        trainable, optimizer = jax.lax.cond(apply, applied, kept)
+        trainable, optimizer = self._apply_if(apply, state, gradients)
         first_refused = ops.logical_and(ops.logical_not(finite), state.nonfinite_step < 0)
         report["finite"] = ops.cast(finite, "float32")
         new_state = TrainState(

@@ -51,6 +51,7 @@ from syntax_t2t.training import (accumulation, checkpoints, evaluation_counts, o
                                  precision, progress)
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
+from syntax_t2t.training.validation import nothing_to_train
 
 
 class JaxTrainer:
@@ -296,13 +297,7 @@ class JaxTrainer:
         self.build(first_batch)
         iterator, batch = self._prepare_input(train_dataset, iterator, first_batch)
         step = int(self.global_step.numpy())
-        if validation is not None and validation.stopped_early is not None:
-            logging.info("this run stopped early at step %d (see %s); nothing to train",
-                         validation.stopped_early, validation.output_dir)
-            return {}
-        if step >= train_steps:
-            logging.info("global step %d already reaches --train_steps=%d; nothing to train",
-                         step, train_steps)
+        if nothing_to_train(validation, step, train_steps):
             return {}
         logging.info("training from step %d to %d (JAX, XLA)", step, train_steps)
         self._state = self._fresh_state()

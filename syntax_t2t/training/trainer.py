@@ -51,10 +51,10 @@ from syntax_t2t import criteria
 from syntax_t2t.criteria.base import Criterion
 from syntax_t2t.hparams import HParams
 from syntax_t2t.models.contract import ModelContract
-from syntax_t2t.training import (accumulation, checkpoints, distribution, metrics, nonfinite,
-                                 optimizers, precision, progress)
+from syntax_t2t.training import (accumulation, checkpoints, distribution, evaluation_counts,
+                                 metrics, nonfinite, optimizers, precision, progress)
 from syntax_t2t.training.stop_signals import StopSignals, TrainingInterrupted
-from syntax_t2t.training.validation import Validation
+from syntax_t2t.training.validation import Validation, nothing_to_train
 
 #: A batch: feature name -> tensor.
 Batch = dict[str, Any]
@@ -330,14 +330,7 @@ class Trainer:
                                                 jit_compile=False)
             for name, value in self._eval_step(batch).items():
                 totals[name] = totals.get(name, 0.0) + float(value)
-        if not totals:
-            raise ValueError("the evaluation dataset is empty")
-        results = {name: totals[name] / totals["batches"] for name in totals
-                   if name.startswith(("loss/", "diagnostics/"))}
-        results["token_accuracy"] = totals["correct_tokens"] / max(totals["target_tokens"], 1.0)
-        if "words" in totals:
-            results["uas"] = totals["correct_heads"] / max(totals["words"], 1.0)
-        return results
+        return evaluation_counts.results_of(totals)
 
     def _read_interval(self):
         """Means of the losses (diagnostics included) and sums of tokens/steps since the last read.
@@ -466,13 +459,7 @@ class Trainer:
         self.build(self._local_batch(first_batch))
         iterator, batch = self._prepare_input(distributed, iterator, first_batch)
         step = int(self.global_step.numpy())
-        if validation is not None and validation.stopped_early is not None:
-            logging.info("this run stopped early at step %d (see %s); nothing to train",
-                         validation.stopped_early, validation.output_dir)
-            return {}
-        if step >= train_steps:
-            logging.info("global step %d already reaches --train_steps=%d; nothing to train",
-                         step, train_steps)
+        if nothing_to_train(validation, step, train_steps):
             return {}
         logging.info("training from step %d to %d", step, train_steps)
         if (validation is not None and eval_dataset is not None and self._chief

@@ -54,6 +54,19 @@ def improved(value: float, best: Optional[float], higher_is_better: bool,
     return value > best + min_delta if higher_is_better else value < best - min_delta
 
 
+def nothing_to_train(validation: Optional["Validation"], step: int, train_steps: int) -> bool:
+    """Whether a run starting (or resuming) at `step` has nothing left to train; logs why."""
+    if validation is not None and validation.stopped_early is not None:
+        logging.info("this run stopped early at step %d (see %s); nothing to train",
+                     validation.stopped_early, validation.output_dir)
+        return True
+    if step >= train_steps:
+        logging.info("global step %d already reaches --train_steps=%d; nothing to train",
+                     step, train_steps)
+        return True
+    return False
+
+
 def read_history(output_dir: str) -> dict:
     """The run's validation state: `{"evaluations": [...], "best": {...}|None, "stopped_early": step|None}`."""
     empty = {"evaluations": [], "best": None, "stopped_early": None}
