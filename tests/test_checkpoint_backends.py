@@ -21,6 +21,9 @@ from backend_sides import JAX_PYTHON, require_jax_environment
 
 from checkpoint_sides import CASES
 
+# Each runs its other backend in the JAX environment (minutes on 2 cores): CI's slow pass.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "checkpoint_sides.py")
 # float32 on both sides; the two backends order their reductions differently.
