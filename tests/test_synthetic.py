@@ -1,7 +1,6 @@
 """Tests for problems.synthetic (`synthetic_syntax_reorder`)."""
 
 import collections
-import time
 
 import numpy as np
 import pytest
@@ -34,15 +33,11 @@ def test_deterministic_given_the_seed_and_different_across_seeds_and_splits():
     assert [t.tokens for t, _ in dev] != [t.tokens for t, _ in first]
 
 
-def test_default_sizes_generate_in_seconds():
+def test_default_sizes():
+    # Their generation speed is bin/bench's business (benchmarks/datagen_speed.py), not a timed test.
     problem = SyntheticSyntaxReorder()
     assert (problem.train_size, problem.dev_size, problem.test_size) == (20_000, 500, 500)
-    start = time.perf_counter()
-    samples = _samples(train_size=5_000)
-    elapsed = time.perf_counter() - start
-    assert len(samples) == 5_000
-    # About 0.2 ms per sentence; generous for a loaded 2-core machine.
-    assert elapsed < 10, f"5,000 sentences took {elapsed:.1f} s"
+    assert len(_samples(train_size=5_000)) == 5_000
 
 
 def test_lexicon_is_a_few_hundred_words_with_one_pos_and_translation_each():
