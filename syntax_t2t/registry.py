@@ -152,10 +152,21 @@ def criterion_for(model):
     return factory(model)
 
 
-def help_string():
-    """What is registered, as printed by `--registry_help`."""
+def summary(obj) -> str:
+    """The first sentence of `obj`'s docstring: its one-line description."""
+    text = " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
+    # "et al." and "e.g." end no sentence.
+    match = re.match(r"(.+?(?<!\bal)(?<!\be\.g)[.!?])(\s|$)", text)
+    return match.group(1) if match else text
+
+
+def help_string() -> str:
+    """What is registered, each with its one-line description, as printed by `--registry_help`."""
     lines = []
     for registry in (problems, models, hparams_sets, experiments):
         lines.append(f"{registry.kind}s ({len(registry)}):")
-        lines.extend(f"  {name}" for name in registry.names())
+        width = max((len(name) for name in registry.names()), default=0)
+        for name in registry.names():
+            description = summary(registry.get(name))
+            lines.append(f"  {name:<{width}}  {description}".rstrip())
     return "\n".join(lines)

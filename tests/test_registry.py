@@ -105,3 +105,32 @@ def test_builtins_are_registered():
             "transformer_tiny"} <= set(registry.hparams_sets.names())
     help_text = registry.help_string()
     assert "hparams sets (" in help_text and "  transformer_base" in help_text
+
+
+@pytest.mark.parametrize("doc, expected", [
+    ("Encoder-decoder Transformer (Vaswani et al. 2017) with T2T's choices.\n\n    Args: x",
+     "Encoder-decoder Transformer (Vaswani et al. 2017) with T2T's choices."),
+    ("Shaw et al. relative positions (max 20). More text.", "Shaw et al. relative positions (max 20)."),
+    ("One line\n    that wraps. Second sentence.", "One line that wraps."),
+    ("No full stop", "No full stop"),
+    (None, ""),
+])
+def test_summary_is_the_first_sentence(doc, expected):
+    def thing():
+        pass
+    thing.__doc__ = doc
+    assert registry.summary(thing) == expected
+
+
+def test_every_builtin_has_a_one_line_description_in_registry_help():
+    # A user finds `transformer_tiny` from --registry_help, not by reading hparams/ (#34 item 4).
+    registration.import_all()
+    lines = registry.help_string().splitlines()
+    for table in (registry.problems, registry.models, registry.hparams_sets, registry.experiments):
+        for name in table.names():
+            if not table.get(name).__module__.startswith(("syntax_t2t", "problems", "hparams")):
+                continue  # registered by another test of this module (a usr_dir)
+            line = next(line for line in lines if line.split()[:1] == [name])
+            description = line.split(None, 1)[1] if len(line.split()) > 1 else ""
+            assert len(description) > 10, f"{table.kind} {name} has no description"
+            assert description == registry.summary(table.get(name))
