@@ -89,3 +89,29 @@ def test_the_reporter_writes_event_files_without_tensorflow_on_other_backends(tm
         ("steps_per_second", 400): 2.0, ("learning_rate", 400): 0.001})
     assert read_scalars(tmp_path / "eval") == pytest.approx({
         ("loss/total", 400): 3.25, ("uas", 400): 0.75})
+
+
+def test_report_schedule_reports_every_n_steps_at_the_end_and_at_least_once_a_minute():
+    now = [0.0]
+    schedule = progress.ReportSchedule(every=100, train_steps=250, clock=lambda: now[0])
+    due = []
+    for step in range(1, 251):
+        now[0] += 3.5  # a transformer_small step on 2 CPU cores (#34 item 4: 5 min 40 s to the first line)
+        if schedule.due(step):
+            due.append(step)
+    # 60 s are 18 steps of 3.5 s: a line at step 18, then the minute restarts.
+    assert due[:3] == [18, 36, 54]
+    assert 100 in due and 200 in due and due[-1] == 250
+    gaps = [b - a for a, b in zip([0] + due, due)]
+    assert max(gaps) <= 18
+
+
+def test_report_schedule_on_fast_steps_is_every_n_steps():
+    now = [0.0]
+    schedule = progress.ReportSchedule(every=10, train_steps=35, clock=lambda: now[0])
+    due = []
+    for step in range(1, 36):
+        now[0] += 0.01
+        if schedule.due(step):
+            due.append(step)
+    assert due == [10, 20, 30, 35]

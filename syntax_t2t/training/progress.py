@@ -13,7 +13,8 @@ for (viewing the logs needs it, of course). On other backends
 
 import json
 import os
-from typing import Mapping, Optional
+import time
+from typing import Callable, Mapping, Optional
 
 import keras
 from absl import logging
@@ -100,6 +101,40 @@ def format_losses(losses: Mapping[str, float]) -> str:
     parts = [f"{name} {value:.4f}" for name, value in sorted(losses.items()) if name != "total"]
     text = f"loss {losses['total']:.4f}"
     return f"{text} ({', '.join(parts)})" if parts else text
+
+
+class ReportSchedule:
+    """When a progress line is due.
+
+    Every `every` steps and at the last step, as T2T's
+    `log_step_count_steps`; and at the first step that ends a minute or more
+    after the previous line (or the session's start), so that a slow run (a
+    few seconds a step on a CPU) shows its loss and ETA within about a minute
+    instead of after 100 steps.
+
+    Args:
+        every: report at multiples of this step count.
+        train_steps: the last step.
+        max_seconds: the longest wait for a line while steps complete.
+        clock: seconds, monotonic (tests pass a fake one).
+    """
+
+    def __init__(self, every: int, train_steps: int, max_seconds: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.every = max(1, int(every))
+        self.train_steps = train_steps
+        self.max_seconds = max_seconds
+        self._clock = clock
+        self._last = clock()
+
+    def due(self, step: int) -> bool:
+        """True when a line should be written after `step`; starts the next wait when it is."""
+        now = self._clock()
+        if (step % self.every == 0 or step >= self.train_steps
+                or now - self._last >= self.max_seconds):
+            self._last = now
+            return True
+        return False
 
 
 class ProgressReporter:

@@ -473,6 +473,7 @@ class Trainer:
             self._train_step = self._compile(self._distributed_train_step, distributed,
                                              jit_compile=self.jit_compile)
         reporter = progress.ProgressReporter(self.output_dir if self._chief else None, train_steps)
+        schedule = progress.ReportSchedule(self.log_step_count_steps, train_steps)
         results = {}
         saved_step, nonfinite_count = step, self.nonfinite_batches
         interval_start = time.perf_counter()
@@ -486,7 +487,7 @@ class Trainer:
                         self._train_step(batch)
                     step += 1
                     last = step == train_steps
-                    if step % self.log_step_count_steps == 0 or last:
+                    if schedule.due(step):
                         nonfinite_count = self._check_nonfinite(nonfinite_count)
                         losses, tokens, steps = self._read_interval()
                         elapsed = max(time.perf_counter() - interval_start, 1e-9)
