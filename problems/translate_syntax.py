@@ -23,7 +23,7 @@ Options (`--problem_options`):
   the target language, undone by `bin/decode --detokenize`) or `tokens`;
 * `parser` (or `bin/datagen --parser`): `spacy:MODEL` or
   `stanza:LANG[:MODEL_DIR]`, default `stanza:<source_language>`; parses are
-  cached in `<tmp_dir>/translate_syntax_parses/`. The files of every split
+  cached in `<data_dir>/parses/` (the raw-data directory is left as it is). The files of every split
   are looked for before the parser is loaded and the parsing starts;
 * the base options: `subwords=joint|separate` for subword units,
   `vocab_size`, `subword_vocab_size`, `source_lemmas`, ...
@@ -153,6 +153,17 @@ class TranslateSyntax(Problem):
 
     # Samples ---------------------------------------------------------------
 
+    def parse_cache_dir(self, tmp_dir: str) -> str:
+        """Where the source parses are cached: `<data_dir>/parses` during datagen.
+
+        Not in `tmp_dir`, which for this problem is the user's own directory of
+        raw files (#34 item 9); outside datagen (a direct `generate_samples`
+        call) `<tmp_dir>/translate_syntax_parses`.
+        """
+        if self.datagen_data_dir:
+            return os.path.join(self.datagen_data_dir, "parses")
+        return os.path.join(tmp_dir, "translate_syntax_parses")
+
     def check_files(self, tmp_dir: str) -> None:
         """Raises `RawDataError` for a missing file of any split, before the long parsing starts."""
         self._require_languages()
@@ -171,7 +182,7 @@ class TranslateSyntax(Problem):
             yield from self._conllu_samples(source_path, target_path)
             return
         cache_path = parse_cache.parse_file(
-            self.source_parser(), source_path, os.path.join(tmp_dir, "translate_syntax_parses"),
+            self.source_parser(), source_path, self.parse_cache_dir(tmp_dir),
             pretokenized=self.source_format == "tokens")
         parses = parse_cache.read_parses(cache_path)
         parsed_line, tree = 0, None

@@ -98,6 +98,10 @@ class Problem:
     #: Processes of the current datagen run (`generate_data`'s `num_workers`);
     #: problems that parse raw text give their parser as many.
     datagen_workers = 1
+    #: The `--data_dir` of the current datagen run (`generate_data`), where
+    #: problems keep caches of their own making (parses), not in the
+    #: user's raw-data directory.
+    datagen_data_dir: Optional[str] = None
 
     option_names = ("vocab_size", "tag_vocab_size", "num_shards", "random_seed", "subwords",
                     "subword_vocab_size", "subword_model", "source_lemmas", "tree_source",
@@ -214,6 +218,12 @@ class Problem:
     def vocabulary_path(self, data_dir: str, vocabulary_name: str) -> str:
         return os.path.join(data_dir, f"{self.name}.vocab.{vocabulary_name}.txt")
 
+    def vocabulary_paths(self, data_dir: str) -> dict[str, str]:
+        """`{name: path}` of every vocabulary the data in `data_dir` is encoded with:
+        words or subwords, tags and labels, and the optional ones its record lists."""
+        names = self.vocabulary_names + self._recorded_optional_vocabularies(data_dir)
+        return {name: self.vocabulary_path(data_dir, name) for name in names}
+
     def shard_path(self, data_dir: str, split: str, index: int, count: int) -> str:
         return os.path.join(data_dir, f"{self.name}-{split}-{index:05d}-of-{count:05d}")
 
@@ -260,8 +270,7 @@ class Problem:
         """
         data_dir = os.path.abspath(data_dir)
         if self._vocabularies is None or self._vocabulary_dir != data_dir:
-            names = self.vocabulary_names + self._recorded_optional_vocabularies(data_dir)
-            paths = {name: self.vocabulary_path(data_dir, name) for name in names}
+            paths = self.vocabulary_paths(data_dir)
             missing = [path for path in paths.values() if not os.path.isfile(path)]
             if missing:
                 raise DataNotGeneratedError(
@@ -526,6 +535,7 @@ class Problem:
         # TensorFlow writes the shards: imported here, so that decoding needs no TensorFlow.
         from syntax_t2t.datagen import writer as datagen_writer
         self.datagen_workers = num_workers
+        self.datagen_data_dir = data_dir
         return datagen_writer.generate_data(
             self, data_dir, tmp_dir, max_examples=max_examples, overwrite=overwrite, skip=skip,
             num_workers=num_workers, task=task or datagen_writer.DatagenTask(),

@@ -73,7 +73,12 @@ def test_datagen_records_the_options_and_decode_parses_plain_text(tmp_path, pars
     text = f"source_language=cs,target_language=en,parser=spacy:{parser_dir}"
     registration.import_all()
     given = problem_options.parse(registry.problems.get("translate_syntax"), text)
+    raw_files = sorted(os.listdir(tmp_path / "raw"))
     problem(**given).generate_data(str(tmp_path / "data"), str(tmp_path / "raw"))
+    # The parse caches go under --data_dir; the user's raw-data directory is left as it was (#34 item 9).
+    assert sorted(os.listdir(tmp_path / "raw")) == raw_files
+    assert sorted(name.split(".")[0] for name in os.listdir(tmp_path / "data" / "parses")) == [
+        "dev", "test", "train"]
     restored = problem_options.problem_for_data("translate_syntax", str(tmp_path / "data"))
     assert (restored.source_language, restored.parser) == ("cs", f"spacy:{parser_dir}")
     inputs = [SourceSentence(["Pes", "běží", "."], "new:1"), SourceSentence(None, "new:2", "empty"),
