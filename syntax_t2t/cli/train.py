@@ -27,13 +27,18 @@ on `tf.data` input, under a `tf.distribute` strategy. With
 pipeline (`data/numpy_pipeline.py`), and TensorFlow is never imported: every
 flag means what it means on TensorFlow, except those the JAX trainer cannot
 honour, which are refused with the reason (`--xla=false`: JAX compiles
-everything with XLA; `--distribution=mirrored|multi_worker` and
-`--worker_gpu` > 1: one device for now). Checkpoints are in the format both
-backends read, so a run can be resumed, decoded or averaged on either.
+everything with XLA). Several devices are `keras.distribution.DataParallel`
+there (`backend/jax_distribution.py`): `--distribution=mirrored` or
+`--worker_gpu=N` over this host's devices, `multi_worker` over the hosts
+that `keras.distribution.initialize` joins (configured by the
+`KERAS_DISTRIBUTION_*` environment variables, not `TF_CONFIG`).
+Checkpoints are in the format both backends read, so a run can be resumed,
+decoded or averaged on either.
 """
 
 import os
 import sys
+import tempfile
 
 import keras
 from absl import flags, logging
@@ -49,7 +54,7 @@ from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.dev_translation import DevTranslation
 from syntax_t2t.evaluation.training_plots import plot_learning_curve
 from syntax_t2t.training import (checkpoint_averaging, checkpoints, distribution, precision,
-                                 run_directory, validation)
+                                 run_directory, run_vocabulary, validation)
 from syntax_t2t.training.checkpoints import CheckpointError, restore_model
 from syntax_t2t.training.nonfinite import NonFiniteLossError
 from syntax_t2t.training.stop_signals import TrainingInterrupted
@@ -116,8 +121,11 @@ flags.DEFINE_enum("schedule", "train_and_evaluate", SCHEDULES,
                   "on the dev set, no training).")
 flags.DEFINE_enum("distribution", "auto", distribution.DISTRIBUTIONS,
                   "tf.distribute strategy: none, mirrored (the GPUs of this host), multi_worker "
-                  "(hosts named by TF_CONFIG); auto picks by the hardware. KERAS_BACKEND=jax "
-                  "trains on one device: auto or none.")
+                  "(hosts named by TF_CONFIG); auto picks by the hardware. Under "
+                  "KERAS_BACKEND=jax: keras.distribution.DataParallel over this host's devices "
+                  "(mirrored) or over the hosts joined by keras.distribution.initialize "
+                  "(multi_worker, configured by KERAS_DISTRIBUTION_JOB_ADDRESSES, "
+                  "KERAS_DISTRIBUTION_NUM_PROCESSES, KERAS_DISTRIBUTION_PROCESS_ID).")
 
 # Shared flags this program reads: its --help lists them (common.adopt_program_flags).
 for _name in ("problem", "problem_options", "model", "hparams_set", "hparams",
@@ -280,19 +288,38 @@ def _check_jax_flags():
     if FLAGS.xla == "false":
         raise common.UsageError("--xla=false: under KERAS_BACKEND=jax every step is compiled with "
                                 "XLA (JAX has no other way to run it); leave --xla at auto or true")
-    if FLAGS.distribution in ("mirrored", "multi_worker"):
-        asked = (f"--worker_gpu={FLAGS.worker_gpu}" if FLAGS.worker_gpu
-                 else f"--distribution={FLAGS.distribution}")
-        raise common.UsageError(
-            f"{asked}: training on several devices is done with tf.distribute, which "
-            f"KERAS_BACKEND=jax does not have; the JAX trainer trains on one device (data "
-            f"parallelism with keras.distribution is issue 33, item 4). Use the TensorFlow "
-            f"backend, or --distribution=auto")
+    if FLAGS.distribution == "multi_worker" and FLAGS.random_seed is None:
+        raise common.UsageError("--distribution=multi_worker under KERAS_BACKEND=jax needs "
+                                "--random_seed: every process reads the whole input stream "
+                                "and hands its devices their rows, so all must draw the same "
+                                "stream and the same initial weights")
     if distribution.cluster_size() > 1:
-        raise common.UsageError("TF_CONFIG names a cluster of several tasks: multi-worker "
-                                "training is TensorFlow's (tf.distribute); the JAX trainer "
-                                "trains on one device. Unset TF_CONFIG or use the TensorFlow "
-                                "backend")
+        raise common.UsageError("TF_CONFIG names a cluster of several tasks: that configures "
+                                "tf.distribute, which KERAS_BACKEND=jax does not have. Several "
+                                "hosts train under JAX with --distribution=multi_worker and "
+                                "KERAS_DISTRIBUTION_JOB_ADDRESSES, "
+                                "KERAS_DISTRIBUTION_NUM_PROCESSES and "
+                                "KERAS_DISTRIBUTION_PROCESS_ID. Unset TF_CONFIG or use the "
+                                "TensorFlow backend")
+
+
+def _jax_distribution():
+    """`--distribution`/`--worker_gpu` as a `keras.distribution` (None: one device), set globally.
+
+    Set before the model is built, so that its variables are created replicated.
+    """
+    from syntax_t2t.backend import jax_distribution
+
+    try:
+        parallel = jax_distribution.make_distribution(FLAGS.distribution,
+                                                      num_devices=FLAGS.worker_gpu)
+    except jax_distribution.JaxDistributionError as error:
+        raise distribution.DistributionError(str(error)) from None
+    if parallel is None:
+        return None, "one device", True
+    keras.distribution.set_distribution(parallel)
+    count = jax_distribution.device_count(parallel)
+    return parallel, f"data parallel over {count} devices", jax_distribution.is_chief()
 
 
 def _make_deterministic():
@@ -324,15 +351,19 @@ def _make_trainer(model_class, hparams, vocab_sizes, output_dir, policy_name, st
                        strategy=strategy, jit_compile=jit_compile, **options)
     from syntax_t2t.training.jax_trainer import JaxTrainer
 
-    return JaxTrainer(lambda: model_class(hparams, vocab_sizes), hparams, output_dir, **options)
+    # Under JAX, `strategy` is the keras.distribution (or None).
+    return JaxTrainer(lambda: model_class(hparams, vocab_sizes), hparams, output_dir,
+                      distribution=strategy, **options)
 
 
-def _datasets(problem, hparams, model):
+def _datasets(problem, hparams, model, row_multiple=1):
     """The training and dev input of the backend, and the training input's counters.
 
     TensorFlow: `tf.data` pipelines (`Problem.dataset`); other backends: the
     NumPy pipeline's datasets of the same batches, with the features the
-    model trains on and those it derives.
+    model trains on and those it derives; training batches padded with
+    all-padding rows to a multiple of `row_multiple` (the devices they are
+    split over).
     """
     if _on_tensorflow():
         from syntax_t2t.data import pipeline
@@ -348,7 +379,7 @@ def _datasets(problem, hparams, model):
     derived = model.derived_features
     train = numpy_pipeline.NumpyDataset(problem.filepaths(FLAGS.data_dir, TRAIN), keys, "train",
                                         hparams, counters=counters, seed=FLAGS.random_seed,
-                                        derived=derived)
+                                        derived=derived, row_multiple=row_multiple)
     dev = numpy_pipeline.NumpyDataset(problem.filepaths(FLAGS.data_dir, DEV), keys, "eval",
                                       hparams, derived=derived)
     return train, dev, counters
@@ -377,6 +408,8 @@ def main(argv):
     run_directory.check_same_run(output_dir, {"model": FLAGS.model, "problem": FLAGS.problem})
     saved = run_directory.load_hparams(output_dir)
     hparams = run_directory.reconcile_hparams(output_dir, saved, requested)
+    # A resumed run's embedding rows mean the words of the data it started on.
+    run_vocabulary.check_for_training(output_dir, problem, FLAGS.data_dir)
     vocab_sizes = problem.vocab_sizes(FLAGS.data_dir)
 
     if _on_tensorflow():
@@ -392,8 +425,13 @@ def main(argv):
         if FLAGS.deterministic:
             _make_deterministic()  # before anything starts JAX's backends
         policy_name = precision.resolve_precision(FLAGS.mixed_precision)
-        strategy, jit_compile = None, True
-        logging.info("precision %s, XLA on (JAX), one device", policy_name)
+        strategy, devices, chief = _jax_distribution()
+        jit_compile = True
+        logging.info("precision %s, XLA on (JAX), %s", policy_name, devices)
+        if not chief:
+            # As tf.distribute's non-chief workers do (distribution.writable_directory):
+            # every process saves, only process 0's files are kept.
+            output_dir = tempfile.mkdtemp(prefix="process_checkpoints_")
 
     _check_lengths(problem, hparams)
     if FLAGS.deterministic and _on_tensorflow():
@@ -407,14 +445,21 @@ def main(argv):
     _check_features(problem, trainer.model.train_features,
                     problem.data_feature_keys(FLAGS.data_dir))
     _warn_unread_word_positions(problem.data_feature_keys(FLAGS.data_dir), trainer.model, hparams)
-    train_dataset, dev_dataset, counters = _datasets(problem, hparams, trainer.model)
+    row_multiple = 1
+    if not _on_tensorflow() and strategy is not None:
+        from syntax_t2t.backend import jax_distribution
+
+        row_multiple = jax_distribution.device_count(strategy)
+    train_dataset, dev_dataset, counters = _datasets(problem, hparams, trainer.model,
+                                                     row_multiple)
 
     if FLAGS.schedule == "evaluate":
         _evaluate_newest_checkpoint(trainer, dev_dataset)
         return
     validator = _validation(problem, trainer.model, output_dir)
-    if strategy is None or distribution.is_chief(strategy):
+    if output_dir == FLAGS.output_dir and (strategy is None or distribution.is_chief(strategy)):
         run_directory.write_run_files(output_dir, hparams, _flag_lines())
+        run_vocabulary.record(output_dir, problem, FLAGS.data_dir)
     try:
         evaluating = FLAGS.schedule != "train"
         results = trainer.train(train_dataset, FLAGS.train_steps,

@@ -27,7 +27,7 @@ from syntax_t2t.checkpointing import discovery
 from syntax_t2t.checkpointing.errors import CheckpointError
 from syntax_t2t.checkpointing.weights import restore_model
 from syntax_t2t.hparams import HParams
-from syntax_t2t.training import run_directory
+from syntax_t2t.training import run_directory, run_vocabulary
 
 
 def resolve_checkpoint(output_dir: Optional[str], checkpoint_path: Optional[str]) -> str:
@@ -159,6 +159,8 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
         CheckpointError: no checkpoint, or one that does not fit.
         RunDirectoryError: given values contradict the run's record, or
             something needed is neither given nor recorded.
+        RunVocabularyError: the data's vocabularies or options are not those the
+            run was trained with (`training/run_vocabulary.py`).
         RegistryError, HParamsError, DataNotGeneratedError: as their names say.
     """
     checkpoint = resolve_checkpoint(output_dir, checkpoint_path)
@@ -180,6 +182,8 @@ def load_trained_model(output_dir: Optional[str] = None, checkpoint_path: Option
 
     problem = problem_options.problem_for_data(problem_name, data_dir, problem_options_text)
     problem.load_vocabularies(data_dir)
+    # Another data directory (or the same one regenerated) may number the words otherwise.
+    run_vocabulary.check(run_dir, problem, data_dir)
     model = registry.model(model_name)(hparams, problem.vocab_sizes(data_dir))
     restore_model(model, checkpoint)
     return TrainedModel(model=model, model_name=model_name, problem=problem, hparams=hparams,

@@ -24,7 +24,7 @@ from syntax_t2t import io_utils
 from syntax_t2t.checkpointing import discovery, variables
 from syntax_t2t.checkpointing.errors import CheckpointError
 from syntax_t2t.checkpointing.weights import check_fits, read_model_weights, save_model_weights
-from syntax_t2t.training import run_directory, validation
+from syntax_t2t.training import run_directory, run_vocabulary, validation
 
 
 def last_checkpoints(directory: str, count: int) -> list[str]:
@@ -131,8 +131,9 @@ def check_averaged_dir(run_dir: str, averaged_dir: str) -> None:
 def save_averaged(model: keras.Model, run_dir: str, averaged_dir: str, step: int) -> str:
     """Saves the model as `averaged_dir/ckpt-<step>` beside a copy of the run's files.
 
-    With `hparams.json` and `flags.txt` copied, `averaged_dir` works as the
-    `--output_dir` of `bin/decode` and `bin/analyze`. Everything is written
+    With `hparams.json`, `flags.txt` and the run's vocabulary record copied,
+    `averaged_dir` works as the `--output_dir` of `bin/decode` and
+    `bin/analyze`, which check the data as they check the run's. Everything is written
     to a temporary directory beside `averaged_dir` first, which then takes
     its place: an interrupted averaging leaves the previous one intact.
 
@@ -168,6 +169,7 @@ def save_model_directory(model: keras.Model, run_dir: str, directory: str,
             source = os.path.join(run_dir, name)
             if os.path.exists(source):
                 shutil.copyfile(source, os.path.join(staging, name))
+        run_vocabulary.copy_into(run_dir, staging)
         io_utils.atomic_write_text(os.path.join(staging, AVERAGED_MARKER),
                                    json.dumps({"run": os.path.realpath(run_dir), "step": step}) + "\n")
         prefix = os.path.basename(save_model_weights(model, staging, step))

@@ -167,7 +167,8 @@ def record_environment(output_dir: str) -> None:
     atomic_write_text(path, json.dumps(starts + [environment()], indent=2) + "\n")
 
 
-def _holds_checkpoint(output_dir):
+def holds_checkpoint(output_dir: str) -> bool:
+    """Whether the run has trained: a directory without a checkpoint holds back no new command."""
     return bool(checkpoints.latest_checkpoint(output_dir)
                 or glob.glob(os.path.join(glob.escape(output_dir), "*.index")))
 
@@ -241,7 +242,7 @@ def _check_identity(output_dir: str, identity: Mapping[str, Any]) -> None:
     conflicts = [f"--{name}={saved_flags[name]} (this command: --{name}={value})"
                  for name, value in identity.items()
                  if name in saved_flags and saved_flags[name] != str(value)]
-    if conflicts and not _holds_checkpoint(output_dir):
+    if conflicts and not holds_checkpoint(output_dir):
         # Nothing was trained: the record of an attempt that failed early blocks nothing.
         logging.warning("--output_dir=%s records another run (%s) but holds no checkpoint; "
                         "starting this one there", output_dir, "; ".join(conflicts))
@@ -298,7 +299,7 @@ def reconcile_hparams(output_dir: str, saved: Optional[HParams],
                                 output_dir, name, name, value, requested.get(name))
                 requested.set(name, value)
     differences = saved.differences(requested)
-    if differences and not _holds_checkpoint(output_dir):
+    if differences and not holds_checkpoint(output_dir):
         logging.warning("--output_dir=%s holds no checkpoint: replacing its saved hparams (%s)",
                         output_dir, ", ".join(sorted(differences)))
         return requested
