@@ -4,7 +4,8 @@
   union (`tests/test_accumulation.py` states the rule on TensorFlow);
 * a run stopped by SIGTERM and resumed ends with the weights, optimizer
   variables and dropout generator states of an uninterrupted run;
-* the flags the JAX trainer cannot honour are refused with the reason.
+* the flags the JAX trainer cannot honour are refused with the reason (data
+  parallelism: `test_jax_data_parallel.py`).
 
 The shards are written with `data/tfrecord.py` (datagen needs TensorFlow).
 The comparison with the TensorFlow trainer, and `bin/train` under JAX, are
@@ -186,8 +187,8 @@ def parsed_flags():
 
 @pytest.mark.parametrize("values, message", [
     (dict(xla="false"), r"--xla=false: under KERAS_BACKEND=jax every step is compiled with XLA"),
-    (dict(distribution="mirrored"), r"--distribution=mirrored: training on several devices"),
-    (dict(distribution="multi_worker"), r"--distribution=multi_worker: training on several"),
+    (dict(distribution="multi_worker", random_seed=None),
+     r"--distribution=multi_worker under KERAS_BACKEND=jax needs --random_seed"),
 ])
 def test_flags_the_jax_trainer_cannot_honour_are_refused(parsed_flags, values, message):
     with flagsaver.flagsaver(**values):
@@ -197,7 +198,8 @@ def test_flags_the_jax_trainer_cannot_honour_are_refused(parsed_flags, values, m
 
 def test_flags_the_jax_trainer_honours_pass(parsed_flags, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    for values in (dict(xla="auto"), dict(xla="true", distribution="none")):
+    for values in (dict(xla="auto"), dict(xla="true", distribution="none"),
+                   dict(distribution="mirrored"), dict(distribution="multi_worker", random_seed=1)):
         with flagsaver.flagsaver(**values):
             train._check_jax_flags()
 
@@ -205,7 +207,9 @@ def test_flags_the_jax_trainer_honours_pass(parsed_flags, monkeypatch):
 def test_a_multi_worker_cluster_is_refused(parsed_flags, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:2"]}, '
                                     '"task": {"type": "worker", "index": 0}}')
-    with pytest.raises(common.UsageError, match="TF_CONFIG names a cluster of several tasks"):
+    with pytest.raises(common.UsageError, match="TF_CONFIG names a cluster of several tasks: "
+                                                "that configures tf.distribute.*"
+                                                "--distribution=multi_worker"):
         train._check_jax_flags()
 
 

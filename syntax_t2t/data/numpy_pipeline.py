@@ -87,21 +87,29 @@ class NumpyDataset:
         seed: seeds the training draws; None draws fresh entropy (the
             iterator's state still pins the stream).
         derived: features computed from each batch and added to it.
+        row_multiple: pad each batch with all-padding rows up to a multiple
+            of this many rows (data parallelism splits a batch evenly over
+            its devices). A padding row has no target tokens, so it weighs
+            nothing in the token-weighted losses and counts.
 
     Raises:
-        ValueError: unknown mode, no files, or a shuffle buffer under 1.
+        ValueError: unknown mode, no files, a shuffle buffer or a
+            `row_multiple` under 1.
     """
 
     def __init__(self, filenames: Sequence[str], feature_keys: Sequence[str], mode: str, hparams,
                  counters: Optional[PipelineCounters] = None,
                  shuffle_buffer_size: int = DEFAULT_SHUFFLE_BUFFER_SIZE,
-                 seed: Optional[int] = None, derived: Optional[DerivedFeatures] = None):
+                 seed: Optional[int] = None, derived: Optional[DerivedFeatures] = None,
+                 row_multiple: int = 1):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if not filenames:
             raise ValueError(f"no TFRecord files to read for mode {mode!r}")
         if shuffle_buffer_size < 1:
             raise ValueError(f"shuffle_buffer_size must be >= 1, got {shuffle_buffer_size}")
+        if row_multiple < 1:
+            raise ValueError(f"row_multiple must be >= 1, got {row_multiple}")
         self.filenames = [os.fspath(name) for name in filenames]
         self.feature_keys = tuple(feature_keys)
         self.mode = mode
@@ -113,6 +121,9 @@ class NumpyDataset:
         self.shuffle_buffer_size = shuffle_buffer_size
         self.seed = seed
         self.derived = derived
+        # Not in `signature`: the rows added are not read from the stream, so
+        # a run resumed on another number of devices continues the same stream.
+        self.row_multiple = row_multiple
 
     def __iter__(self) -> "BatchIterator":
         return BatchIterator(self)
@@ -267,10 +278,13 @@ class BatchIterator:
 
     def _batch(self, key: int, held: list[tuple]) -> dict[str, np.ndarray]:
         length = padded_length(key, self._dataset.boundaries)
+        multiple = self._dataset.row_multiple
+        # The rows past `held` stay all padding (derived features are computed from them too).
+        rows = -(-len(held) // multiple) * multiple
         batch = {}
         for name in self._keys:
             width = length * CONSTITUENT_LENGTH_FACTOR if name in CONSTITUENT_KEYS else length
-            array = np.full((len(held), width), HEADS_PADDING if name in HEADS_KEYS else ID_PADDING,
+            array = np.full((rows, width), HEADS_PADDING if name in HEADS_KEYS else ID_PADDING,
                             np.int32)
             for row, (shard, offset, features, _) in enumerate(held):
                 values = features[name]

@@ -29,11 +29,18 @@ The differences are the backend's:
   its position is always saved with the checkpoint, so a killed and resumed
   run continues the same stream with the same dropout draws and, XLA on a
   CPU being deterministic, ends with the weights of an uninterrupted run.
-* One device: several devices are item 4 of issue 33 (`keras.distribution`).
+* Several devices are a `keras.distribution.DataParallel` (`distribution`,
+  made by `backend/jax_distribution.py`): the model and optimizer are built
+  under it, so their variables are replicated, the step's state is
+  replicated with them, and each batch is sharded along its first axis (the
+  pipeline pads it to a multiple of the devices with all-padding rows,
+  which weigh nothing). `jax.jit` partitions the step; the update is that of
+  one device on the global batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any, Callable, Iterable, Optional
@@ -44,6 +51,7 @@ import numpy as np
 from absl import logging
 
 from syntax_t2t import criteria
+from syntax_t2t.backend import jax_distribution
 from syntax_t2t.backend.jax_accumulation import AccumulationState, JaxAccumulatingStep
 from syntax_t2t.backend.jax_train_step import JaxTrainStep
 from syntax_t2t.backend.compile import CompiledFunction
@@ -72,13 +80,17 @@ class JaxTrainer:
             `NonFiniteLossError`.
         criterion: what the model is trained against; the criterion the
             model declares (`criteria.for_model`) if None.
+        distribution: a `keras.distribution.DataParallel` to train over
+            (`jax_distribution.make_distribution`), or None for one device.
+            Training batches must then have a multiple of its devices' rows.
     """
 
     def __init__(self, build_model: Callable[[], keras.Model], hparams, output_dir: str, *,
                  policy_name: str = "float32", keep_checkpoint_max: int = 20,
                  save_checkpoints_steps: int = 1000, log_step_count_steps: int = 100,
                  skip_nonfinite_batches: bool = False,
-                 criterion: Optional[criteria.Criterion] = None):
+                 criterion: Optional[criteria.Criterion] = None,
+                 distribution: Optional[Any] = None):
         if keras.backend.backend() != "jax":
             raise RuntimeError(f"JaxTrainer needs KERAS_BACKEND=jax, not "
                                f"{keras.backend.backend()!r}")
@@ -89,11 +101,14 @@ class JaxTrainer:
         self.save_checkpoints_steps = save_checkpoints_steps
         self.log_step_count_steps = log_step_count_steps
         self.skip_nonfinite_batches = skip_nonfinite_batches
-        with precision.dtype_policy(policy_name):
+        self.distribution = distribution
+        with self._distribution_scope(), precision.dtype_policy(policy_name):
             self.model = build_model()
         self.criterion = criterion or criteria.for_model(self.model)
-        self.optimizer = optimizers.make_optimizer(hparams, policy_name)
-        self.global_step = keras.Variable(0, dtype="int32", trainable=False, name="global_step")
+        with self._distribution_scope():
+            self.optimizer = optimizers.make_optimizer(hparams, policy_name)
+            self.global_step = keras.Variable(0, dtype="int32", trainable=False,
+                                              name="global_step")
         self.update_freq = int(hparams.get("update_freq", 1))
         self.checkpoint: Optional[checkpoints.TrainingCheckpoint] = None  # made by `train`
         self._step = None
@@ -103,11 +118,17 @@ class JaxTrainer:
 
     # Building --------------------------------------------------------------------------
 
+    def _distribution_scope(self):
+        """Variables created inside are laid out by the distribution (replicated)."""
+        if self.distribution is None:
+            return contextlib.nullcontext()
+        return self.distribution.scope()
+
     def build(self, batch) -> None:
         """Creates the model's and optimizer's variables from one batch and makes the step."""
         if self._loss_names is not None:
             return
-        with precision.dtype_policy(self.policy_name):
+        with self._distribution_scope(), precision.dtype_policy(self.policy_name):
             outputs = self.model(batch, training=False)
             losses = self.criterion(batch, outputs)
             self.optimizer.build(self.model.trainable_variables)
@@ -128,8 +149,19 @@ class JaxTrainer:
         state = self._step.initial_state()
         step = jax.numpy.asarray(int(self.global_step.numpy()), "int32")
         if isinstance(state, AccumulationState):
-            return state._replace(train=state.train._replace(step=step))
-        return state._replace(step=step)
+            state = state._replace(train=state.train._replace(step=step))
+        else:
+            state = state._replace(step=step)
+        if self.distribution is not None:
+            # The counters are made here, on one device: they join the variables on all.
+            state = jax_distribution.replicate(state, self.distribution)
+        return state
+
+    def _distribute(self, batch):
+        """The batch as the step takes it: split over the devices when there are several."""
+        if self.distribution is None:
+            return batch
+        return jax_distribution.shard_batch(batch, self.distribution)
 
     def _sync_variables(self) -> None:
         """Copies the step's state into the Keras variables (before they are read)."""
@@ -327,7 +359,7 @@ class JaxTrainer:
                     batch = next(iterator) if batch is None else batch
                     for part in accumulation.batches_of_one_update(batch, iterator,
                                                                    self.update_freq):
-                        self._state, report = self._step(self._state, part)
+                        self._state, report = self._step(self._state, self._distribute(part))
                         reports.append(report)
                     batch = None
                     step += 1
