@@ -51,7 +51,7 @@ from absl import logging
 
 from syntax_t2t import directory_lock, io_utils
 from syntax_t2t.data import pipeline
-from syntax_t2t.datagen import worker_pool
+from syntax_t2t.datagen import token_statistics, worker_pool
 from syntax_t2t.datagen.records import check_same_request, read_json, request
 from syntax_t2t.data.conllu_reader import format_conllu
 from syntax_t2t.errors import IgnoreSkipped, SkipCounter
@@ -146,12 +146,16 @@ def _generate_data(problem, data_dir, tmp_dir, max_examples, overwrite, skip, nu
     if task.whole:
         vocabulary_record = _vocabulary_pass(problem, data_dir, tmp_dir, requested, True, skip,
                                              num_workers)
+        statistics = None
         if shard_pass is None:
+            statistics = token_statistics.TokenStatistics()
             counts, shards = _shard_pass(problem, data_dir, tmp_dir, max_examples, skip,
-                                         num_workers, task)
+                                         num_workers, task, statistics)
         else:
             counts, shards = shard_pass(problem, data_dir, tmp_dir, max_examples, skip)
         record = _complete(problem, data_dir, vocabulary_record, counts, shards, skip)
+        if statistics is not None:
+            statistics.log(problem.name, vocabulary_record.get("vocab_sizes", {}))
         # Records of an earlier run's tasks would describe other shards.
         for path in glob.glob(os.path.join(glob.escape(data_dir),
                                            f"{glob.escape(problem.name)}.datagen-task-*.json")):
@@ -239,8 +243,12 @@ def _count_chunk(chunk):
 # ----------------------------------------------------------------------
 # Shard pass.
 
-def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, task):
-    """Writes the shards `task` owns of every split; returns counts and all shard names."""
+def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, task,
+                statistics=None):
+    """Writes the shards `task` owns of every split; returns counts and all shard names.
+
+    `statistics` (a `token_statistics.TokenStatistics`), when given, sums the
+    tokens and `<UNK>`s of the examples written."""
     counts, shards, written = {}, {}, []
     try:
         for split in SPLITS:
@@ -257,7 +265,7 @@ def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, tas
             written.extend((raw_temporaries[kind], path) for kind, path in raw.items())
             items, expand = split_items(problem, tmp_dir, split, max_examples, skip, "writing")
             counts[split] = _write_split(problem, split, items, expand, count, temporaries,
-                                         raw_temporaries, num_workers)
+                                         raw_temporaries, num_workers, statistics)
             shards[split] = [os.path.basename(paths[index]) for index in range(count)]
         # Renaming only now keeps any earlier run's complete shards intact
         # until every split of this run has been written.
@@ -272,7 +280,7 @@ def _shard_pass(problem, data_dir, tmp_dir, max_examples, skip, num_workers, tas
 
 
 def _write_split(problem, split, items, expand, num_shards, temporaries, raw_temporaries,
-                 num_workers) -> int:
+                 num_workers, statistics=None) -> int:
     """Encodes the items of the owned shards (`temporaries`: index -> path); returns the count."""
     total = [0]
 
@@ -289,9 +297,11 @@ def _write_split(problem, split, items, expand, num_shards, temporaries, raw_tem
     try:
         with _worker_state(problem=problem, expand=expand, split=split, bracketed=bracketed):
             for results in worker_pool.ordered_map(_encode_chunk, _chunks(jobs()), num_workers):
-                for index, serialized, raw_lines in results:
+                for index, serialized, raw_lines, token_counts in results:
                     if serialized is not None:
                         writers[index % num_shards].write(serialized)
+                        if statistics is not None:
+                            statistics.add(split, token_counts)
                     if raw_lines is not None:
                         raw_files["source"].write(raw_lines[0])
                         raw_files["reference"].write(raw_lines[1])
@@ -306,21 +316,32 @@ def _write_split(problem, split, items, expand, num_shards, temporaries, raw_tem
 
 
 def _encode_chunk(chunk):
-    """`(index, serialized example or None, raw text lines or None)` of each job of a chunk."""
+    """`(index, serialized example or None, raw text lines or None, token counts or None)` of each job."""
     problem, expand = _WORKER["problem"], _WORKER["expand"]
     results = []
     for index, item, encode, raw in chunk:
         sample = expand(item)
-        serialized = (encode_example(problem, sample, _WORKER["split"], index,
-                                     _WORKER["bracketed"]) if encode else None)
-        results.append((index, serialized, raw_copy_lines(problem, sample) if raw else None))
+        serialized = counts = None
+        if encode:
+            features = example_features(problem, sample, _WORKER["split"], index,
+                                        _WORKER["bracketed"])
+            serialized = pipeline.serialize_example(features)
+            counts = token_statistics.example_counts(features)
+        results.append((index, serialized, raw_copy_lines(problem, sample) if raw else None,
+                        counts))
     return results
 
 
 def encode_example(problem, sample, split: str, index: int, bracketed: bool) -> bytes:
-    """The serialized example of sample `index` (0-based) of `split`.
+    """The serialized example of sample `index` (0-based) of `split` (`example_features`, serialized).
 
     What every datagen writes (here and `syntax_t2t.datagen.beam_pipeline`).
+    """
+    return pipeline.serialize_example(example_features(problem, sample, split, index, bracketed))
+
+
+def example_features(problem, sample, split: str, index: int, bracketed: bool) -> dict:
+    """The encoded features of sample `index` (0-based) of `split`.
 
     Args:
         bracketed: the data has bracketed trees (a `const` vocabulary), so
@@ -334,7 +355,7 @@ def encode_example(problem, sample, split: str, index: int, bracketed: bool) -> 
         raise RawDataError(
             f"{problem.name}: sentence {index + 1} of the {split} split has no bracketed tree, "
             f"but the training sentences have; every split needs them")
-    return pipeline.serialize_example(features)
+    return features
 
 
 def has_bracketed_trees(problem) -> bool:
