@@ -17,7 +17,7 @@ from syntax_t2t import directory_lock, registry
 from syntax_t2t.checkpointing.discovery import latest_checkpoint
 from syntax_t2t.cli import registration
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import archive, report, runner
+from syntax_t2t.grid import archive, continuation, report, runner
 from syntax_t2t.data.conllu_reader import write_conllu
 from syntax_t2t.data.tree import DependencyTree
 from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
@@ -164,7 +164,7 @@ def test_a_larger_budget_continues_the_runs_of_a_smaller_one(tmp_path):
                                str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
     run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
     assert run.name == source.name
-    assert longer.continue_from(run, str(tmp_path / "short")) is True
+    assert continuation.continue_from(longer, run, str(tmp_path / "short")) is True
     copied = Path(run.directory)
     assert sorted(str(path.relative_to(copied)) for path in copied.rglob("*") if path.is_file()) \
         == ["best/checkpoint", "checkpoint", "ckpt-300.index", runner.STATE_FILE, "train.log",
@@ -176,11 +176,11 @@ def test_a_larger_budget_continues_the_runs_of_a_smaller_one(tmp_path):
     assert not list((tmp_path / "long" / "runs" / "base").glob("*.partial-*"))
     # Already there: left alone.
     (copied / "train.log").write_text("went on")
-    assert longer.continue_from(run, str(tmp_path / "short")) is True
+    assert continuation.continue_from(longer, run, str(tmp_path / "short")) is True
     assert (copied / "train.log").read_text() == "went on"
     # A seed the source grid never ran trains from scratch.
     unseen = runner.Run(run.system, 7, str(tmp_path / "long" / "runs" / "base" / "seed7"))
-    assert longer.continue_from(unseen, str(tmp_path / "short")) is True
+    assert continuation.continue_from(longer, unseen, str(tmp_path / "short")) is True
     assert not os.path.exists(unseen.directory)
 
 
@@ -190,13 +190,13 @@ def test_a_run_still_training_in_the_source_grid_is_not_started_one_never_traine
     longer = runner.GridRunner(_experiment(train_steps=600, early_stopping_patience=0), "long",
                                str(tmp_path / "long"), {"data_dir": str(tmp_path / "short")})
     run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
-    assert longer.continue_from(run, str(tmp_path / "short")) is False
+    assert continuation.continue_from(longer, run, str(tmp_path / "short")) is False
     assert not os.path.exists(run.directory)
     # Claimed there but never trained (no checkpoint): nothing to wait for. Checkpoints are
     # found from their files, so TensorFlow's index alone missing would not do.
     for name in ("checkpoint", "ckpt-300.index"):
         os.remove(os.path.join(tmp_path / "short" / "runs" / "base" / "seed1", name))
-    assert longer.continue_from(run, str(tmp_path / "short")) is True
+    assert continuation.continue_from(longer, run, str(tmp_path / "short")) is True
     assert not os.path.exists(run.directory)
 
 
@@ -217,7 +217,7 @@ def test_a_source_run_that_is_not_the_start_of_this_one_is_refused(tmp_path, the
     run = runner.plan(longer.experiment, str(tmp_path / "long"))[0]
     with pytest.raises(runner.GridError, match="--continue_from: .*seed1 is not the start of "
                                                f"base/seed1 under this budget .*{match}"):
-        longer.continue_from(run, str(tmp_path / "short"))
+        continuation.continue_from(longer, run, str(tmp_path / "short"))
     assert not os.path.exists(run.directory)
 
 

@@ -20,6 +20,23 @@ when this experiment only grows its budget (more steps, no early stopping).
 `A` (to be committed) and restores the records of the runs `G` lacks: a grid
 survives the loss of the machine that trained it.
 
+`--time_budget=8m` (or 90s, 1.5h) bounds this invocation's wall time, for
+a machine lent for a few minutes: a run is started only when its estimated
+duration fits in what is left (the estimate: each stage's longest time in
+the finished runs of the same system in this grid, else of the other
+systems; a run with no such measurement is started, as its first
+measurement); a run still going when the budget ends gets SIGINT, saves a
+checkpoint and stops (nothing is killed half-written); every run that
+finished is scored, reported and archived, and the grid exits 0 naming what
+is left and the command that continues (the same command:
+`syntax_t2t/grid/budget.py`).
+
+The grid's programs run under its Keras backend (`KERAS_BACKEND`, e.g.
+`KERAS_BACKEND=jax` in the JAX environment without TensorFlow). The data
+must exist then: bin/datagen needs TensorFlow, so generate it in the
+TensorFlow environment first. Each run's record says which backend trained
+it, and a report whose runs mix backends says so (`grid/backends.py`).
+
 Everything that can be checked is checked before anything trains: the
 experiment's problem, models, hparams sets and overrides (each model is
 built with the problem's vocabularies), the generated data, the test files,
@@ -36,7 +53,8 @@ from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.evaluation import seed_significance
-from syntax_t2t.grid import archive, report, runner, seal
+from syntax_t2t.grid import (archive, backends, budget, continuation, report, runner, schedule,
+                             seal)
 
 FLAGS = flags.FLAGS
 
@@ -58,6 +76,13 @@ flags.DEFINE_string("archive_dir", None,
                     "it), and restore the records of runs --output_dir lacks, so that a grid "
                     "begun on another machine is reported whole and only its unfinished runs "
                     "train (syntax_t2t/grid/archive.py).")
+flags.DEFINE_string("time_budget", None,
+                    "Wall-clock budget of this invocation, e.g. 90s, 8m, 1.5h: start no run "
+                    "whose measured duration (the longest of the finished runs of its system in "
+                    "this grid, stage by stage) does not fit in what is left; a run not yet "
+                    "measured is started; at the end the running program gets SIGINT and "
+                    "saves; finished runs are archived, and the grid exits 0 naming what is "
+                    "left and the command that continues.")
 flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
 flags.DEFINE_integer("bootstrap_samples", seed_significance.DEFAULT_SAMPLES,
                      "Resamples of the significance tests.", lower_bound=1)
@@ -93,7 +118,7 @@ def _check_system_data(grid_runner, problem_class):
         if data_dir == FLAGS.data_dir and not system.problem_options:
             continue
         problem = problem_options.problem_for_data(grid_runner.experiment.problem, data_dir)
-        problem.filepaths(data_dir, "train")  # names the datagen command when data is missing
+        _require_data(problem, data_dir)
         wanted = problem_options.parse(problem_class, system.problem_options)
         recorded = problem_options.recorded(problem_class, data_dir) or {}
         differing = {key: recorded.get(key, getattr(problem_class, key))
@@ -118,6 +143,19 @@ def _open_seals(grid_runner, everything):
             seal.copy_to_archive(grid_runner, test, FLAGS.archive_dir)
 
 
+def _require_data(problem, data_dir):
+    """The data exists; if not, the error names the bin/datagen command (and, off TensorFlow, where to run it)."""
+    try:
+        problem.filepaths(data_dir, "train")
+    except FileNotFoundError as error:
+        if backends.current() == "tensorflow":
+            raise
+        raise common.UsageError(
+            f"{error}. bin/datagen needs TensorFlow, which the {backends.current()} backend's "
+            f"environment may lack: run it in the TensorFlow environment (e.g. .venv/bin/python "
+            f"bin/datagen ...), then this grid under {backends.current()}") from None
+
+
 def _require_file(path, what):
     if not os.path.isfile(path):
         raise common.UsageError(f"{what}: {path} does not exist")
@@ -127,11 +165,17 @@ def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     common.require("experiment", "output_dir", "data_dir")
+    time_budget = None  # it starts with the invocation: the checks take the lent time too
+    if FLAGS.time_budget:
+        try:
+            time_budget = budget.Budget(budget.parse_duration(FLAGS.time_budget))
+        except budget.BudgetError as error:
+            raise common.UsageError(str(error)) from None
     experiment = registry.experiment(FLAGS.experiment)
     # The problem as its data was generated (bin/datagen records its options).
     problem = problem_options.problem_for_data(experiment.problem, FLAGS.data_dir,
                                                FLAGS.problem_options)
-    problem.filepaths(FLAGS.data_dir, "train")  # names the datagen command when data is missing
+    _require_data(problem, FLAGS.data_dir)
     experiment_lib.check(experiment, FLAGS.experiment, problem.vocab_sizes(FLAGS.data_dir))
     try:
         seeds = [int(seed) for seed in FLAGS.seeds]
@@ -150,40 +194,52 @@ def main(argv):
         for run in everything:
             archive.restore(grid_runner, run, FLAGS.archive_dir)
             archive.store(grid_runner, run, FLAGS.archive_dir)  # finished before the flag was given
-    skipped, waiting, ready = [], [], []
+    grid_runner.budget = time_budget
+    waiting, ready = [], []
+    outcome = schedule.Outcome()
     if not FLAGS.report_only:
         for run in mine:  # refuse a foreign directory before anything trains
-            if FLAGS.continue_from and not grid_runner.continue_from(run, FLAGS.continue_from):
+            if FLAGS.continue_from and not continuation.continue_from(
+                    grid_runner, run, FLAGS.continue_from):
                 waiting.append(run)
                 continue
             grid_runner.claim(run)
             ready.append(run)
-        for number, run in enumerate(ready, start=1):
-            logging.info("run %d of %d: %s", number, len(ready), run.name)
-            try:
-                if not grid_runner.execute(run):
-                    skipped.append(run.name)
-                    continue
-                if FLAGS.archive_dir:
-                    archive.store(grid_runner, run, FLAGS.archive_dir)
-            except runner.GridInterrupted as interrupted:
-                print(f"stopped: {interrupted}", file=sys.stderr)
-                sys.exit(interrupted.exit_status)
-            report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
         try:
-            _open_seals(grid_runner, everything)
+            outcome = schedule.run_all(grid_runner, ready, everything, FLAGS.archive_dir,
+                                       after_run=lambda: _write_report(grid_runner, everything))
+            if not outcome.left:  # a sealed test waits for every run anyway
+                _open_seals(grid_runner, everything)
+        except runner.BudgetSpent as spent:  # while opening a seal
+            logging.warning("%s", spent)
+            outcome.left.append(None)
         except runner.GridInterrupted as interrupted:
             print(f"stopped: {interrupted}", file=sys.stderr)
             sys.exit(interrupted.exit_status)
-    written = report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
+    written = _write_report(grid_runner, everything)
     finished = written["runs"]["finished"]
     print(f"{finished} of {len(everything)} runs finished; report in "
           f"{FLAGS.output_dir}/results.md")
-    if skipped:
-        print(f"skipped (another bin/grid process is running them): {', '.join(skipped)}")
+    if outcome.skipped:
+        print(f"skipped (another bin/grid process is running them): "
+              f"{', '.join(outcome.skipped)}")
     if waiting:
         print(f"not started (still training in {FLAGS.continue_from}): "
               f"{', '.join(run.name for run in waiting)}")
+    if outcome.left:
+        runs = [run.name for run in outcome.left if run is not None]
+        print(f"time budget {FLAGS.time_budget}: left for the next invocation: "
+              + (", ".join(runs) if runs else "the sealed tests")
+              + f"; continue with: {_command()}")
+
+
+def _write_report(grid_runner, everything):
+    """Writes the report; a teacher parse it starts is not stopped by the budget (it is short)."""
+    held, grid_runner.budget = grid_runner.budget, None
+    try:
+        return report.write(grid_runner, everything, _command(), FLAGS.bootstrap_samples)
+    finally:
+        grid_runner.budget = held
 
 
 def run():

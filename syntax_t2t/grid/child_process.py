@@ -9,6 +9,11 @@ pass on) would leave it running, holding the run, and a rerun of the grid
 would find the run taken; on Linux the kernel therefore sends it SIGTERM
 when the grid dies (`PR_SET_PDEATHSIG`), and bin/train saves a checkpoint
 and stops as it does on a user's SIGTERM.
+
+Programs run under the grid's Keras backend, named to them in
+`KERAS_BACKEND` (not left to a `keras.json` they might read differently),
+so that the backend the grid records for a run (`grid/backends.py`) is the
+one that trained it.
 """
 
 import ctypes
@@ -20,6 +25,7 @@ import sys
 from absl import logging
 
 from syntax_t2t import directory_lock
+from syntax_t2t.grid import backends
 from syntax_t2t.training.stop_signals import StopSignals
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -73,6 +79,7 @@ def start(command, log) -> subprocess.Popen:
     Returns:
         The running `subprocess.Popen`.
     """
+    env = dict(os.environ, KERAS_BACKEND=backends.current())
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                             start_new_session=True, preexec_fn=_terminated_with_parent(),
-                            **directory_lock.child_process_arguments())
+                            **directory_lock.child_process_arguments(env))

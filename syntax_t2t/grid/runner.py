@@ -39,11 +39,7 @@ to the grid alone does not leave them running on; a grid killed outright
 takes its running program with it (`grid/child_process.py`).
 
 A grid may continue another's runs under a larger training budget
-(`bin/grid --continue_from=G0`, `GridRunner.continue_from`): more steps, or
-no early stopping. Patience only decides when a run stops, so a run of
-the smaller budget is exactly the start of the same run under the larger
-one; its training state is copied and bin/train goes on from its newest
-checkpoint. Anything else that differs is refused.
+(`bin/grid --continue_from=G0`, `grid/continuation.py`).
 
 Two grid processes never work on one run at once: a run is done under the
 exclusive lock of its directory (`directory_lock`, the lock bin/train and
@@ -63,6 +59,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,9 +67,8 @@ from pathlib import Path
 from absl import logging
 
 from syntax_t2t import directory_lock, io_utils, registry
-from syntax_t2t.checkpointing import discovery
 from syntax_t2t.evaluation import attachment, translation
-from syntax_t2t.grid import child_process, length_penalty
+from syntax_t2t.grid import backends, child_process, length_penalty
 from syntax_t2t.grid.child_process import PassedOnSignals
 from syntax_t2t.grid.experiment import ExperimentError
 from syntax_t2t.models.contract import HEAD_SUPERVISION
@@ -81,10 +77,10 @@ from syntax_t2t.training import progress, validation
 STATE_FILE = "grid.json"
 SCORES_FILE = "scores.json"
 LOCK_FILE = directory_lock.LOCK_FILE
+#: The `grid.json` key of each stage's seconds, summed over invocations (`grid/budget.py`).
+STAGE_SECONDS = "stage_seconds"
 #: What grids before `directory_lock` locked (and left) in each run directory.
 LEGACY_LOCK_FILE = "grid.lock"
-#: What `--continue_from` may change: the configuration keys of the budget.
-BUDGET_KEYS = ("experiment", "train_steps", "early_stopping_patience")
 
 
 class GridError(RuntimeError):
@@ -108,6 +104,14 @@ class GridInterrupted(GridError):
     def exit_status(self):
         """The shell's status for a process ended by this signal: 128 + its number."""
         return 128 + int(self.signal_number)
+
+
+class BudgetSpent(GridError):
+    """`--time_budget` ran out while one of the grid's programs ran; it was let stop cleanly."""
+
+    def __init__(self, run_name, program, log_path):
+        super().__init__(f"the time budget ran out while {run_name} ran {program}; it was "
+                         f"stopped with SIGINT and let save (see {log_path})")
 
 
 def test_output(test):
@@ -212,7 +216,7 @@ def install_copy(run, source, state, ignore=None):
     return True
 
 
-def _done(run, state, key):
+def is_done(run, state, key):
     """Whether a stage is done: marked so, and for the scores, their file still there."""
     if key == "score" and not os.path.exists(os.path.join(run.directory, SCORES_FILE)):
         return False  # deleted since: scored again rather than "testing" for ever
@@ -262,6 +266,8 @@ class GridRunner:
         self.paths = dict(paths, problem=experiment.problem)
         self.data_dir = paths["data_dir"]
         self.extra_flags = list(extra_flags)
+        #: A `grid.budget.Budget`: at its end the running program gets SIGINT.
+        self.budget = None
 
     def path(self, template):
         """A file name of the experiment with `{data_dir}` and the others filled in."""
@@ -316,61 +322,6 @@ class GridRunner:
                 f"or delete that directory")
         return state
 
-    def continue_from(self, run, source_grid):
-        """Copies the run's training from the grid `source_grid` to go on under this budget.
-
-        The source's run (same system and seed) must differ only in the
-        budget, and by growing it: at least as many steps, and no early
-        stopping or at least its patience (a shorter budget, or patience
-        where it had none, might have stopped it earlier, so it would not be
-        the start of this run). Its checkpoints, best weights, validation
-        history and logs are copied beside the run directory and renamed
-        into place with this grid's `grid.json`; its test outputs and scores
-        are not, since the tested checkpoint may change.
-
-        Returns:
-            True when the run is ready to be claimed: copied now, already
-            there, or with nothing trained in the source (no such run, or
-            one claimed that never saved a checkpoint: it trains here from
-            scratch); False when the source's run has started training but
-            not finished (copy it later rather than train it twice).
-
-        Raises:
-            GridError: the source's run differs in more than a larger budget.
-        """
-        source = os.path.join(source_grid, "runs", run.system.name, f"seed{run.seed}")
-        if os.path.exists(run.directory):
-            return True
-        source_state = read_json(os.path.join(source, STATE_FILE))
-        if source_state is None:
-            return True
-        theirs, ours = source_state.get("config", {}), self.config(run)
-        differences = differing_keys(theirs, ours, ignore=BUDGET_KEYS)
-        their_patience = theirs.get("early_stopping_patience", 0)
-        our_patience = ours["early_stopping_patience"]
-        if theirs.get("train_steps", 0) > ours["train_steps"]:
-            differences.append(f"train_steps ({theirs['train_steps']} there, "
-                               f"{ours['train_steps']} here)")
-        if our_patience and not 0 < their_patience <= our_patience:
-            differences.append(f"early_stopping_patience ({their_patience} there, "
-                               f"{our_patience} here)")
-        if differences:
-            raise GridError(f"--continue_from: {source} is not the start of {run.name} under this "
-                            f"budget (differs in {', '.join(differences)})")
-        if discovery.latest_checkpoint(source) is None:
-            logging.info("%s: nothing trained in %s; starts here", run.name, source)
-            return True
-        if not source_state.get("done", {}).get("train"):
-            logging.warning("%s: not started, since %s has not finished training; run again once "
-                            "it has", run.name, source)
-            return False
-        state = {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
-                 "wall_seconds": source_state.get("wall_seconds", 0.0)}
-        if install_copy(run, source, state, ignore=shutil.ignore_patterns(
-                STATE_FILE, LOCK_FILE, LEGACY_LOCK_FILE, SCORES_FILE, "tests", "averaged")):
-            logging.info("%s: continues %s (copied)", run.name, source)
-        return True
-
     def _save_state(self, run, state):
         write_json(os.path.join(run.directory, STATE_FILE), state)
 
@@ -386,12 +337,26 @@ class GridRunner:
             log.flush()
             with child_process.start(command + self.extra_flags, log) as process:
                 with PassedOnSignals(process) as signals:
-                    returncode = process.wait()
+                    returncode, out_of_time = self._wait(process)
         if signals.received is not None:
             raise GridInterrupted(signals.received, run.name, program, log_path)
+        if out_of_time:
+            raise BudgetSpent(run.name, program, log_path)
         if returncode != 0:
             raise GridError(f"{run.name}: {program} exited with status {returncode}; "
                             f"see {log_path}")
+
+    def _wait(self, process):
+        """`(exit status, whether the budget ran out)`; at its end the program gets one SIGINT."""
+        if self.budget is None:
+            return process.wait(), False
+        try:
+            return process.wait(timeout=max(self.budget.remaining(), 0.001)), False
+        except subprocess.TimeoutExpired:
+            logging.warning("the time budget ran out: SIGINT to the running program (pid %d); "
+                            "waiting for it to save and stop", process.pid)
+            process.send_signal(signal.SIGINT)
+            return process.wait(), True
 
     def train(self, run, state):
         """bin/train of the run: starts it, or resumes it from its newest checkpoint."""
@@ -564,9 +529,17 @@ class GridRunner:
             for key, action in self.stages(run, state):
                 # Scores are rewritten after any stage ran: a stage the experiment
                 # gained after the run was scored (`length_penalties`) adds to them.
-                if not _done(run, state, key) or (key == "score" and worked):
+                if not is_done(run, state, key) or (key == "score" and worked):
                     worked = True
-                    action()
+                    if key == "train":
+                        backends.record(state)
+                    start = time.perf_counter()
+                    try:
+                        action()
+                    finally:  # an interrupted stage's time counts too: it resumes
+                        times = state.setdefault(STAGE_SECONDS, {})
+                        times[key] = times.get(key, 0.0) + time.perf_counter() - start
+                        self._save_state(run, state)
                     state["done"][key] = True
                     self._save_state(run, state)
         return True
@@ -588,7 +561,7 @@ class GridRunner:
         started = bool(done) or os.path.exists(os.path.join(run.directory, "train.log"))
         if not (started or evaluations):
             return {"run": run.name, "stage": "not started"}
-        left = [key for key, _ in self.stages(run, state) if not _done(run, state, key)]
+        left = [key for key, _ in self.stages(run, state) if not is_done(run, state, key)]
         result = {"run": run.name, "stage": "training" if "train" in left else "testing",
                   "stages_left": left}
         if evaluations:
@@ -616,6 +589,7 @@ class GridRunner:
                   "tokens_per_second": (trained["tokens"] / trained["seconds"]
                                         if trained["seconds"] else None),
                   "wall_seconds": state.get("wall_seconds", 0.0),
+                  backends.SCORES_KEY: backends.of_state(state),
                   "translation": self._score_translations(run, test_output), "parse": {}}
         if self.experiment.length_penalties:
             scores["length_penalty"] = length_penalty.read_choice(run.directory)
