@@ -204,6 +204,19 @@ def test_flags_the_jax_trainer_honours_pass(parsed_flags, monkeypatch):
             train._check_jax_flags()
 
 
+def test_a_multi_host_run_is_not_resumed(parsed_flags, monkeypatch, tmp_path):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    (tmp_path / "ckpt-5").mkdir()
+    (tmp_path / "ckpt-5" / "manifest.json").write_text("{}")
+    with flagsaver.flagsaver(distribution="multi_worker", random_seed=1,
+                             output_dir=str(tmp_path)):
+        with pytest.raises(common.UsageError, match="starts runs but does not resume them"):
+            train._check_jax_flags()
+    with flagsaver.flagsaver(distribution="multi_worker", random_seed=1,
+                             output_dir=str(tmp_path / "new")):
+        train._check_jax_flags()
+
+
 def test_a_multi_worker_cluster_is_refused(parsed_flags, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:2"]}, '
                                     '"task": {"type": "worker", "index": 0}}')

@@ -293,6 +293,14 @@ def _check_jax_flags():
                                 "--random_seed: every process reads the whole input stream "
                                 "and hands its devices their rows, so all must draw the same "
                                 "stream and the same initial weights")
+    if (FLAGS.distribution == "multi_worker" and FLAGS.output_dir
+            and checkpoints.latest_checkpoint(FLAGS.output_dir) is not None):
+        # Only process 0 keeps its checkpoints (the others save to temporary
+        # directories), so the others would start again while it resumed.
+        raise common.UsageError(f"--distribution=multi_worker under KERAS_BACKEND=jax starts "
+                                f"runs but does not resume them: --output_dir="
+                                f"{FLAGS.output_dir} holds a checkpoint. Resume on one host "
+                                f"(--worker_gpu) or start a new --output_dir")
     if distribution.cluster_size() > 1:
         raise common.UsageError("TF_CONFIG names a cluster of several tasks: that configures "
                                 "tf.distribute, which KERAS_BACKEND=jax does not have. Several "
