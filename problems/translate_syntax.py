@@ -25,8 +25,9 @@ Options (`--problem_options`):
   `stanza:LANG[:MODEL_DIR]`, default `stanza:<source_language>`; parses are
   cached in `<data_dir>/parses/` (the raw-data directory is left as it is). The files of every split
   are looked for before the parser is loaded and the parsing starts;
-* the base options: `subwords=joint|separate` for subword units,
-  `vocab_size`, `subword_vocab_size`, `source_lemmas`, ...
+* `subwords`: `joint` (default: WordPiece over both sides,
+  `subword_vocab_size` entries), `separate`, or `none` for word vocabularies;
+* the base options: `vocab_size`, `subword_vocab_size`, `source_lemmas`, ...
 
 Datagen records the options with the data, so `bin/train` and `bin/decode`
 need only `--problem` and `--data_dir`. `bin/decode` parses plain-text input
@@ -59,6 +60,10 @@ SPLIT_NAMES = {TRAIN: ("train",), DEV: ("dev", "valid", "val"), TEST: ("test",)}
 class TranslateSyntax(Problem):
     """Source trees -> target tokens from the user's files (see the module docstring)."""
 
+    #: joint (one subword vocabulary of subword_vocab_size for both sides, the
+    #: default, as Marian's and OpenNMT's quick starts), separate, or none
+    #: (word vocabularies of vocab_size words).
+    subwords = "joint"
     #: Language code of the source files, e.g. cs (their names end in it).
     source_language = ""
     #: Language code of the target files, e.g. en.

@@ -79,8 +79,8 @@ class Problem:
     num_shards = {TRAIN: 10, DEV: 1, TEST: 1}
     #: Seeds problems that sample their data; others ignore it.
     random_seed = 1
-    #: None for word vocabularies; "joint" or "separate" subword vocabularies
-    #: (see the module docstring).
+    #: None (or "none") for word vocabularies; "joint" or "separate" subword
+    #: vocabularies (see the module docstring).
     subwords: Optional[str] = None
     #: Largest subword vocabulary per side, the reserved ids included.
     subword_vocab_size = 16_000
@@ -114,6 +114,9 @@ class Problem:
                     f"{self.name} has no option {key!r}; its options are "
                     f"{', '.join(sorted(self.option_names))}")
             setattr(self, key, value)
+        if isinstance(self.subwords, str) and self.subwords.lower() == "none":
+            # How the command line says None for a problem whose default is subwords.
+            self.subwords = None
         if self.subwords is not None and self.subwords not in SUBWORD_MODES:
             raise ValueError(f"{self.name}: option subwords={self.subwords!r}; expected None, "
                              f"{' or '.join(repr(mode) for mode in SUBWORD_MODES)}")

@@ -160,4 +160,6 @@ def problem_for_data(name: str, data_dir: Optional[str], text: str = ""):
 
 
 def _comparable(value):
+    if isinstance(value, str) and value.lower() == "none":
+        return None  # `subwords=none` on the command line is the None a record holds
     return list(value) if isinstance(value, tuple) else value

@@ -12,6 +12,7 @@ from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import registration
 from syntax_t2t.cli import datagen, train  # noqa: F401  (their flags)
 from syntax_t2t.decoding.model_loading import load_trained_model
+from syntax_t2t.data.schema import INPUTS, WORD_POSITION_FEATURE
 
 FLAGS = flags.FLAGS
 PROBLEM = "synthetic_syntax_reorder"
@@ -135,3 +136,16 @@ def test_datagen_parser_and_problem_options_must_agree(tmp_path):
         with pytest.raises(common.UsageError, match="--random_seed=4 and --problem_options "
                                                     "random_seed=3 differ"):
             datagen.main(["datagen"])
+
+
+def test_translate_syntax_defaults_to_joint_subwords_and_none_means_words(tmp_path):
+    # Own data gets subwords unless asked otherwise (#34 item 5), as Marian's and OpenNMT's quick starts.
+    registration.import_all()
+    cls = registry.problems.get("translate_syntax")
+    assert cls(source_language="cs", target_language="en").subwords == "joint"
+    words = cls(**problem_options.parse(cls, "source_language=cs,target_language=en,subwords=none"))
+    assert words.subwords is None and words.options()["subwords"] is None
+    assert INPUTS in words.vocabulary_names and WORD_POSITION_FEATURE not in words.feature_keys
+    assert WORD_POSITION_FEATURE in cls(source_language="cs", target_language="en").feature_keys
+    with pytest.raises(ValueError, match="option subwords='words'"):
+        cls(**problem_options.parse(cls, "subwords=words"))
