@@ -137,6 +137,24 @@ def test_an_untimed_run_starts_and_the_budgets_end_stops_it_cleanly_to_resume(tm
     assert not os.path.exists(os.path.join(second.directory, "train.log"))  # never started
 
 
+def test_no_program_is_started_once_the_budget_is_spent(tmp_path):
+    clock = FakeClock()
+    marker = tmp_path / "decoded"
+
+    def stages_of(grid, run, state):
+        def train():  # overruns the budget
+            clock.now += 200
+        return [("train", train), ("decode", lambda: grid._call(
+            run, [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], "test.log"))]
+
+    grid, (first, *_) = _grid(tmp_path, stages_of)
+    grid.budget = budget.Budget(100, clock=clock)
+    assert schedule.run_all(grid, [first], [first]).left == [first]
+    assert not marker.exists()
+    state = runner.read_json(os.path.join(first.directory, runner.STATE_FILE))
+    assert state["done"] == {"train": True}
+
+
 def test_a_finished_run_is_not_left_for_lack_of_budget(tmp_path):
     grid, (first, second, third) = _grid(tmp_path, lambda grid, run, state: [
         ("train", lambda: None), ("score", lambda: None)])

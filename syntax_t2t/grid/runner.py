@@ -110,8 +110,8 @@ class BudgetSpent(GridError):
     """`--time_budget` ran out while one of the grid's programs ran; it was let stop cleanly."""
 
     def __init__(self, run_name, program, log_path):
-        super().__init__(f"the time budget ran out while {run_name} ran {program}; it was "
-                         f"stopped with SIGINT and let save (see {log_path})")
+        super().__init__(f"the time budget ran out for {run_name} at {program} (a running "
+                         f"program is stopped with SIGINT and let save; see {log_path})")
 
 
 def test_output(test):
@@ -332,6 +332,8 @@ class GridRunner:
         log_path = os.path.join(run.directory, log_name)
         logging.info("%s: %s", run.name, " ".join(command))
         program = command[1] if len(command) > 1 else command[0]
+        if self.budget is not None and self.budget.spent():  # not started only to be stopped
+            raise BudgetSpent(run.name, program, log_path)
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n$ {' '.join(command)}\n")
             log.flush()
