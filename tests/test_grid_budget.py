@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from syntax_t2t.cli import registration
-from syntax_t2t.grid import backends, budget, runner, schedule
+from syntax_t2t.grid import backend_record, budget, runner, schedule
 from syntax_t2t.grid.experiment import Experiment, System
 
 pytestmark = pytest.mark.backends  # nothing here needs TensorFlow
@@ -132,7 +132,7 @@ def test_an_untimed_run_starts_and_the_budgets_end_stops_it_cleanly_to_resume(tm
     state = runner.read_json(os.path.join(first.directory, runner.STATE_FILE))
     assert not state["done"].get("train")
     assert state[runner.STAGE_SECONDS]["train"] >= 1.0  # counts towards its next estimate
-    assert state[backends.STATE_KEY] == [backends.current()]
+    assert state[backend_record.STATE_KEY] == [backend_record.current()]
     assert "train.log" in os.listdir(first.directory)
     assert not os.path.exists(os.path.join(second.directory, "train.log"))  # never started
 
@@ -168,15 +168,15 @@ def test_a_finished_run_is_not_left_for_lack_of_budget(tmp_path):
 
 def test_each_run_records_its_backend_and_a_mixed_report_says_so(tmp_path):
     state = {}
-    backends.record(state)
-    backends.record(state)
-    assert backends.of_state(state) == [backends.current()]
-    resumed = {backends.STATE_KEY: ["other"]}
-    backends.record(resumed)
-    assert backends.label({backends.SCORES_KEY: resumed[backends.STATE_KEY]}) == \
-        f"other+{backends.current()}"
-    assert backends.label({}) == backends.UNRECORDED
-    grouped = backends.mixture([("a/seed1", {"backends": ["tensorflow"]}),
+    backend_record.record(state)
+    backend_record.record(state)
+    assert backend_record.of_state(state) == [backend_record.current()]
+    resumed = {backend_record.STATE_KEY: ["other"]}
+    backend_record.record(resumed)
+    assert backend_record.label({backend_record.SCORES_KEY: resumed[backend_record.STATE_KEY]}) == \
+        f"other+{backend_record.current()}"
+    assert backend_record.label({}) == backend_record.UNRECORDED
+    grouped = backend_record.mixture([("a/seed1", {"backends": ["tensorflow"]}),
                                 ("b/seed1", {"backends": ["jax"]}),
                                 ("b/seed2", {"backends": ["jax"]})])
     assert grouped == {"tensorflow": ["a/seed1"], "jax": ["b/seed1", "b/seed2"]}

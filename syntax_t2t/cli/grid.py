@@ -35,7 +35,7 @@ The grid's programs run under its Keras backend (`KERAS_BACKEND`, e.g.
 `KERAS_BACKEND=jax` in the JAX environment without TensorFlow). The data
 must exist then: bin/datagen needs TensorFlow, so generate it in the
 TensorFlow environment first. Each run's record says which backend trained
-it, and a report whose runs mix backends says so (`grid/backends.py`).
+it, and a report whose runs mix backends says so (`grid/backend_record.py`).
 
 Everything that can be checked is checked before anything trains: the
 experiment's problem, models, hparams sets and overrides (each model is
@@ -53,8 +53,8 @@ from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.evaluation import seed_significance
-from syntax_t2t.grid import (archive, backends, budget, continuation, report, runner, schedule,
-                             seal)
+from syntax_t2t.grid import (archive, backend_record, budget, continuation, report, runner,
+                             schedule, seal)
 
 FLAGS = flags.FLAGS
 
@@ -144,16 +144,17 @@ def _open_seals(grid_runner, everything):
 
 
 def _require_data(problem, data_dir):
-    """The data exists; if not, the error names the bin/datagen command (and, off TensorFlow, where to run it)."""
+    """The data exists; if not, the error names bin/datagen (and, off TensorFlow, where it runs)."""
     try:
         problem.filepaths(data_dir, "train")
     except FileNotFoundError as error:
-        if backends.current() == "tensorflow":
+        backend = backend_record.current()
+        if backend == "tensorflow":
             raise
         raise common.UsageError(
-            f"{error}. bin/datagen needs TensorFlow, which the {backends.current()} backend's "
-            f"environment may lack: run it in the TensorFlow environment (e.g. .venv/bin/python "
-            f"bin/datagen ...), then this grid under {backends.current()}") from None
+            f"{error}. bin/datagen needs TensorFlow, which the {backend} backend's environment "
+            f"may lack: run it in the TensorFlow environment (e.g. .venv/bin/python bin/datagen "
+            f"...), then this grid under {backend}") from None
 
 
 def _require_file(path, what):

@@ -12,7 +12,7 @@ and stops as it does on a user's SIGTERM.
 
 Programs run under the grid's Keras backend, named to them in
 `KERAS_BACKEND` (not left to a `keras.json` they might read differently),
-so that the backend the grid records for a run (`grid/backends.py`) is the
+so that the backend the grid records for a run (`grid/backend_record.py`) is the
 one that trained it.
 """
 
@@ -25,7 +25,7 @@ import sys
 from absl import logging
 
 from syntax_t2t import directory_lock
-from syntax_t2t.grid import backends
+from syntax_t2t.grid import backend_record
 from syntax_t2t.training.stop_signals import StopSignals
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -79,7 +79,7 @@ def start(command, log) -> subprocess.Popen:
     Returns:
         The running `subprocess.Popen`.
     """
-    env = dict(os.environ, KERAS_BACKEND=backends.current())
+    env = dict(os.environ, KERAS_BACKEND=backend_record.current())
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                             start_new_session=True, preexec_fn=_terminated_with_parent(),
                             **directory_lock.child_process_arguments(env))

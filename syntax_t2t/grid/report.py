@@ -30,7 +30,7 @@ from syntax_t2t.data.parse_file import read_parsed
 from syntax_t2t.evaluation import (attachment, multiple_testing, seed_significance, student_t,
                                    translation)
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
-from syntax_t2t.grid import archive, backends, length_penalty, runner, seal
+from syntax_t2t.grid import archive, backend_record, length_penalty, runner, seal
 from syntax_t2t.training import validation
 
 
@@ -170,7 +170,7 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
     report["sealed"] = {test.name: _sealed_table(grid_runner, runs, test, samples)
                         for test in experiment.sealed_tests()}
     scored = {run.name for entries in collected.values() for run, _ in entries}
-    report[backends.SCORES_KEY] = backends.mixture(
+    report[backend_record.SCORES_KEY] = backend_record.mixture(
         [(run.name, scores) for entries in collected.values() for run, scores in entries])
     report["runs"] = {"total": len(runs), "finished": len(scored),
                       "unfinished": [grid_runner.progress(run) for run in runs
@@ -249,7 +249,7 @@ def markdown(report, experiment):
               f"Baseline: `{report['baseline']}`.", "",
               f"**{report['runs']['finished']} of {report['runs']['total']} runs finished**"
               + (" (the rest: the last section)." if report["runs"]["unfinished"] else "."), ""]
-    lines += _backend_note(report.get(backends.SCORES_KEY) or {})
+    lines += _backend_note(report.get(backend_record.SCORES_KEY) or {})
     for test, rows in report["tests"].items():
         lines += [f"## {test}: translation", ""] + _translation_table(rows) + [""]
         lines += _contrast_table(report["contrasts"].get(test))
@@ -295,7 +295,8 @@ def markdown(report, experiment):
         lines += _uas_by_length_table(block.get("by_length") or [])
     lines += ["## Training", "",
               "| run | steps | best step (dev " + experiment.best_checkpoint_metric + ") | "
-              "early stop | wall time | target tokens/s | backend |", "|---|---|---|---|---|---|---|"]
+              "early stop | wall time | target tokens/s | backend |",
+              "|---|---|---|---|---|---|---|"]
     for name, system in report["systems"].items():
         for scores in system["runs"]:
             lines.append(_training_row(name, scores))
@@ -406,7 +407,8 @@ def _backend_note(grouped):
     return [f"**Mixed backends**: these runs were not all trained on one Keras backend ({parts}). "
             "The backends compute the same models to float rounding, but training amplifies "
             "rounding, so a run's scores on the two can differ as two seeds' do; compare "
-            "systems trained on one backend where it matters (`syntax_t2t/grid/backends.py`).",
+            "systems trained on one backend where it matters "
+            "(`syntax_t2t/grid/backend_record.py`).",
             ""]
 
 
@@ -416,7 +418,7 @@ def _training_row(name, scores):
     speed = scores.get("tokens_per_second")
     return (f"| {name} seed {scores['seed']} | {scores['steps']} | {best_text} | "
             f"{scores.get('stopped_early') or 'no'} | {_hours(scores['train_seconds'])} | "
-            f"{f'{speed:.0f}' if speed else ''} | {backends.label(scores)} |")
+            f"{f'{speed:.0f}' if speed else ''} | {backend_record.label(scores)} |")
 
 
 def write(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES):

@@ -68,7 +68,7 @@ from absl import logging
 
 from syntax_t2t import directory_lock, io_utils, registry
 from syntax_t2t.evaluation import attachment, translation
-from syntax_t2t.grid import backends, child_process, length_penalty
+from syntax_t2t.grid import backend_record, child_process, length_penalty
 from syntax_t2t.grid.child_process import PassedOnSignals
 from syntax_t2t.grid.experiment import ExperimentError
 from syntax_t2t.models.contract import HEAD_SUPERVISION
@@ -534,7 +534,7 @@ class GridRunner:
                 if not is_done(run, state, key) or (key == "score" and worked):
                     worked = True
                     if key == "train":
-                        backends.record(state)
+                        backend_record.record(state)
                     start = time.perf_counter()
                     try:
                         action()
@@ -591,7 +591,7 @@ class GridRunner:
                   "tokens_per_second": (trained["tokens"] / trained["seconds"]
                                         if trained["seconds"] else None),
                   "wall_seconds": state.get("wall_seconds", 0.0),
-                  backends.SCORES_KEY: backends.of_state(state),
+                  backend_record.SCORES_KEY: backend_record.of_state(state),
                   "translation": self._score_translations(run, test_output), "parse": {}}
         if self.experiment.length_penalties:
             scores["length_penalty"] = length_penalty.read_choice(run.directory)
