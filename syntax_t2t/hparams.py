@@ -222,6 +222,13 @@ class HParams:
         self._values[name] = _check(name, type_name, default, element_type)
         return self
 
+    def define_like(self, other: "HParams", name: str) -> "HParams":
+        """Adds `other`'s parameter `name`: its value, type and nullability."""
+        self.define(name, other._values[name], other._types[name], other._element_types[name])
+        if name not in other._nullable:
+            self._nullable.discard(name)
+        return self
+
     def __getattr__(self, name):
         values = object.__getattribute__(self, "_values")
         if name in values:

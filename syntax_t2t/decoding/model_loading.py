@@ -130,8 +130,11 @@ def _from_flag_or_run(name: str, given: Optional[str], run_dir: Optional[str]) -
             f"--{name}={given}, but the checkpoint's run in {run_dir} was trained with --{name}={saved}")
     value = given or saved
     if not value:
+        flags_file = run_directory.flags_path(run_dir) if run_dir else None
+        why = ("its flags.txt lacks the line (cut short?)" if flags_file and os.path.exists(flags_file)
+               else "no flags.txt")
         raise run_directory.RunDirectoryError(
-            f"missing --{name}: the run directory {run_dir} does not record it (no flags.txt)")
+            f"missing --{name}: the run directory {run_dir} does not record it ({why})")
     return value
 
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from absl import logging
 
-from syntax_t2t import directory_lock
+from syntax_t2t import directory_lock, registry
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParams
 from syntax_t2t.io_utils import atomic_write_text, read_lines
@@ -83,10 +83,41 @@ def load_hparams(output_dir: str) -> Optional[HParams]:
     with open(path, encoding="utf-8") as stream:
         text = stream.read()
     try:
-        return HParams.from_json(text)
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        saved = HParams.from_json(text)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as error:
         line = getattr(error, "lineno", None)
         raise InputError(path, line, f"not a saved hparams file: {error}") from error
+    _check_names(output_dir, path, saved)
+    return saved
+
+
+def _check_names(output_dir: str, path: str, saved: HParams) -> None:
+    """Refuses names its hparams set lacks; fills names the file lacks from the set, with a warning.
+
+    A name the model does not read would be ignored without a word (on the
+    command line an unknown hparam is refused); a missing one would fail
+    deep in the model. A set that gained a parameter after the run was
+    trained gives its default, which is how a new parameter keeps the old
+    behaviour. Without a registered `--hparams_set` in `flags.txt` (a
+    user's set whose `--usr_dir` is not loaded) there is nothing to check
+    against.
+    """
+    set_name = load_flags(output_dir).get("hparams_set")
+    if not set_name or set_name not in registry.hparams_sets:
+        return
+    reference = registry.hparams(set_name)
+    unknown = sorted(set(saved.values()) - set(reference.values()))
+    if unknown:
+        raise InputError(path, None, f"holds hparams that hparams set {set_name} does not have: "
+                         f"{', '.join(unknown)}; remove them (an edit by hand?) or retrain",
+                         reason="unknown hparams")
+    missing = sorted(set(reference.values()) - set(saved.values()))
+    for name in missing:
+        saved.define_like(reference, name)
+    if missing:
+        logging.warning("%s lacks %s; using hparams set %s's default%s: %s", path,
+                        ", ".join(missing), set_name, "s" if len(missing) > 1 else "",
+                        ", ".join(f"{name}={reference.get(name)!r}" for name in missing))
 
 
 def load_flags(output_dir: str) -> dict[str, str]:
@@ -164,6 +195,10 @@ def record_environment(output_dir: str) -> None:
         except json.JSONDecodeError as error:
             raise InputError(path, error.lineno, f"not the run's environment record ({error.msg}); "
                              f"move it away to start a new one") from error
+        if not (isinstance(starts, list) and all(isinstance(start, dict) for start in starts)):
+            raise InputError(path, None, "not the run's environment record (expected a list of "
+                             "starts, each an object); move it away to start a new one",
+                             reason="damaged environment record")
     atomic_write_text(path, json.dumps(starts + [environment()], indent=2) + "\n")
 
 

@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional
 from absl import logging
 
 from syntax_t2t import io_utils
+from syntax_t2t.errors import InputError
 
 HISTORY_FILE = "validation.json"
 BEST_DIR = "best"
@@ -70,8 +71,13 @@ def nothing_to_train(validation: Optional["Validation"], step: int, train_steps:
 def read_history(output_dir: str) -> dict:
     """The run's validation state: `{"evaluations": [...], "best": {...}|None, "stopped_early": step|None}`."""
     empty = {"evaluations": [], "best": None, "stopped_early": None}
-    return io_utils.read_json(os.path.join(output_dir, HISTORY_FILE), empty,
-                              "delete it to start the history again")
+    path = os.path.join(output_dir, HISTORY_FILE)
+    history = io_utils.read_json(path, empty, "delete it to start the history again")
+    if not (isinstance(history, dict) and isinstance(history.get("evaluations", []), list)):
+        raise InputError(path, None, f"expected an object with a list of \"evaluations\", got "
+                         f"{type(history).__name__}; delete it to start the history again",
+                         reason="damaged validation history")
+    return {**empty, **history}
 
 
 class Validation:
