@@ -306,10 +306,44 @@ def test_the_training_part_runs_under_jax_without_tensorflow_on_a_saved_batch(tm
         assert case["parameters"] == tf_run["training"]["cases"][label]["parameters"]
         assert case["step_time"]["median"] > 0
     assert jax_run["efficiency"]["mfu"]["transformer"] > 0
+    # The decoding part ran on the batch file's decoding batch, with the JAX decoder alone.
+    assert sorted(jax_run["decoding"]) == ["beam1", "beam4"]
+    assert "uncached" not in jax_run["decoding"]["beam4"]
     refused = subprocess.run(
-        [JAX_PYTHON, str(REPO / "bin" / "bench"), "--only=training,decoding",
+        [JAX_PYTHON, str(REPO / "bin" / "bench"), "--only=training,scaling",
          f"--batch_file={batch}", f"--output_dir={tmp_path / 'refused'}"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, KERAS_BACKEND="jax"))
     assert refused.returncode == 1
     assert "under KERAS_BACKEND=jax bin/bench runs only training" in refused.stderr
+
+
+@pytest.mark.slow
+def test_backends_side_by_side_runs_jax_in_a_subprocess_on_the_same_batches(tmp_path):
+    if not os.path.exists(JAX_PYTHON):
+        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    output_dir = tmp_path / "bench"
+    completed = subprocess.run(
+        [sys.executable, str(REPO / "bin" / "bench"), "--quick", "--hparams_set=transformer_tiny",
+         "--models=transformer", "--repetitions=1", "--only=training,decoding",
+         "--backends=tensorflow,jax", f"--jax_python={JAX_PYTHON}", f"--output_dir={output_dir}"],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    runs = {backend: json.loads((output_dir / backend / "bench.json").read_text())
+            for backend in ("tensorflow", "jax")}
+    assert [run["settings"]["backend"] for run in runs.values()] == ["tensorflow", "jax"]
+    # The JAX side timed the batches the TensorFlow side made.
+    assert runs["jax"]["settings"]["batch_file"] == str(output_dir / "batch.npz")
+    assert runs["jax"]["settings"]["sentences"] == runs["tensorflow"]["settings"]["sentences"]
+    comparison = json.loads((output_dir / "backends.json").read_text())
+    assert comparison["backends"] == ["tensorflow", "jax"]
+    for name in ("training step transformer", "decoding beam1 cached", "decoding beam4 cached"):
+        row = comparison["rows"][name]
+        assert row["ratios"]["jax"] == pytest.approx(row["values"]["jax"] /
+                                                     row["values"]["tensorflow"])
+    assert "| jax / tensorflow |" in (output_dir / "backends.md").read_text()
+    assert "jax / tensorflow" in completed.stdout

@@ -104,7 +104,7 @@ def target_tokens(batch):
     return int(np.count_nonzero(batch["targets"]))
 
 
-def save_batch(path, batch, vocab_sizes, seed):
+def save_batch(path, batch, vocab_sizes, seed, decode_batch=None):
     """Writes a batch and the vocabulary sizes it was encoded with to `path` (.npz).
 
     Args:
@@ -112,8 +112,12 @@ def save_batch(path, batch, vocab_sizes, seed):
         batch: `{feature: np.int32 [B, L]}`.
         vocab_sizes: `{vocabulary: size}` of the problem.
         seed: the `SyntheticBatches` seed that made it (recorded).
+        decode_batch: `{feature: np.int32 [B, S]}`, the decoding part's
+            source batch, or None (`load_decode_batch` reads it back).
     """
     arrays = {f"feature/{key}": np.asarray(value) for key, value in batch.items()}
+    arrays.update({f"decode/{key}": np.asarray(value)
+                   for key, value in (decode_batch or {}).items()})
     arrays.update({f"vocab_size/{name}": np.int64(size) for name, size in vocab_sizes.items()})
     arrays["seed"] = np.int64(seed)
     with open(path, "wb") as stream:
@@ -135,3 +139,11 @@ def load_batch(path):
     if "inputs" not in batch or "targets" not in batch or not vocab_sizes:
         raise ValueError(f"{path} holds no benchmark batch (written by bin/bench --save_batch)")
     return batch, vocab_sizes, seed
+
+
+def load_decode_batch(path):
+    """The decoding batch `save_batch` wrote to `path`, or None where it wrote none."""
+    with np.load(path) as arrays:
+        batch = {key[len("decode/"):]: arrays[key] for key in arrays.files
+                 if key.startswith("decode/")}
+    return batch or None

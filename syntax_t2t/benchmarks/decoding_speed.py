@@ -10,12 +10,18 @@ O(n). Both use the same search (`syntax_t2t.decoding.search`), so the two
 differ only in how the logits of a step are computed, and both give the
 same outputs (the benchmark reports the share of identical hypotheses).
 
+The cached decoder is `keras.ops` on every backend (compiled by
+`backend/compile.py`); the uncached reference is TensorFlow's (its shapes
+grow every step, one XLA program per step under JAX): under another backend
+only the cached decoder is timed, and the speed-up is not measured.
+
 To time exactly `output_tokens` steps per sentence with an untrained model,
 the `<EOS>` id given to the search is one no token has (-1): no hypothesis
 finishes early.
 """
 
-import tensorflow as tf
+import keras
+import numpy as np
 
 from syntax_t2t.benchmarks import measure
 from syntax_t2t.decoding import fast_decode
@@ -27,6 +33,8 @@ NO_EOS = -1
 
 def _write_column(ids, column, tokens):
     """`ids[:, column] = tokens` for int32 [B, T]; a negative column writes nothing."""
+    import tensorflow as tf
+
     at_column = tf.equal(tf.range(tf.shape(ids)[1]), column)[None, :]
     return tf.where(at_column, tokens[:, None], ids)
 
@@ -39,6 +47,8 @@ def uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_i
     Returns:
         dict with `"ids"`, `"lengths"` and `"scores"` as `decode_batch`.
     """
+    import tensorflow as tf
+
     inputs = tf.cast(features["inputs"], tf.int32)
     batch_size = tf.shape(inputs)[0]
     max_steps = tf.shape(inputs)[1] + extra_length
@@ -69,6 +79,8 @@ def uncached_decode_batch(model, features, beam_size, alpha, extra_length, eos_i
 def make_uncached_decode_function(model, feature_keys, beam_size, alpha, extra_length,
                                   eos_id=NO_EOS):
     """`uncached_decode_batch` as a `tf.function` (as `fast_decode.make_decode_function`)."""
+    import tensorflow as tf
+
     signature = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in sorted(feature_keys)}
 
     @tf.function(input_signature=[signature])
@@ -105,24 +117,32 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
         three entries and "speed_ratio", a Summary dict of per-round
         peer/cached time ratios (our speed / the peer's)}}}`, each of "cached"
         and "uncached" with "seconds" (Summary dict), "sentences_per_second"
-        and "tokens_per_second".
+        and "tokens_per_second". Off TensorFlow "uncached", "speedup",
+        "cpu_speedup" and "identical_outputs" are left out.
     """
-    features = {key: tf.constant(batch[key]) for key in sorted(model.decode_features)}
+    # The uncached reference is TensorFlow code (see the module docstring).
+    uncached = keras.backend.backend() == "tensorflow"
+    features = {key: np.asarray(batch[key], np.int32) for key in sorted(model.decode_features)}
     length = int(batch["inputs"].shape[1])
     if output_tokens < length:
         raise ValueError(f"output_tokens={output_tokens} is shorter than the source length "
                          f"{length}")
     extra_length = output_tokens - length
     sentences = int(batch["inputs"].shape[0])
+    kinds = ("cached", "uncached") if uncached else ("cached",)
     decoders = {}
     for beam in beam_sizes:
         decoders[(beam, "cached")] = fast_decode.make_decode_function(
-            model, features, beam, alpha, extra_length, jit_compile=jit_compile, eos_id=NO_EOS)
-        decoders[(beam, "uncached")] = make_uncached_decode_function(
-            model, features, beam, alpha, extra_length)
-    outputs = {key: decode(features) for key, decode in decoders.items()}  # compiles
-    runners = {key: (lambda decode=decode: measure.timed(lambda: decode(features)["ids"].numpy()))
-               for key, decode in decoders.items()}
+            model, features, beam, alpha, extra_length, jit_compile=jit_compile, eos_id=NO_EOS,
+            batch_size=sentences)
+        if uncached:
+            decoders[(beam, "uncached")] = make_uncached_decode_function(
+                model, features, beam, alpha, extra_length)
+    inputs = _backend_inputs(features, uncached)
+    outputs = {key: decode(inputs) for key, decode in decoders.items()}  # compiles
+    runners = {key: (lambda decode=decode: measure.timed(
+        lambda: keras.ops.convert_to_numpy(decode(inputs)["ids"])))
+        for key, decode in decoders.items()}
     peers = peers or {}
     for label, by_beam in peers.items():
         for beam in beam_sizes:
@@ -139,22 +159,31 @@ def measure_decoding(model, batch, output_tokens, beam_sizes=(1, 4), repetitions
         return {"seconds": seconds.as_dict(), "sentences_per_second": sentences / seconds.median,
                 "tokens_per_second": sentences * output_tokens / seconds.median}
 
+    def ratios(numerators, denominators):
+        return measure.Summary.of([n / d for n, d in zip(numerators, denominators)]).as_dict()
+
     for beam in beam_sizes:
-        entry = {kind: speeds(timings[(beam, kind)]) for kind in ("cached", "uncached")}
+        entry = {kind: speeds(timings[(beam, kind)]) for kind in kinds}
         entry["peers"] = {
-            label: dict(speeds(timings[(beam, label)]), speed_ratio=measure.Summary.of(
-                [p / c for p, c in zip(timings[(beam, label)], timings[(beam, "cached")])]
-            ).as_dict()) for label in peers}
-        entry["speedup"] = measure.Summary.of(
-            [u / c for u, c in zip(timings[(beam, "uncached")], timings[(beam, "cached")])]
-        ).as_dict()
-        entry["cpu_speedup"] = measure.Summary.of(
-            [u / c for u, c in zip(cpu[(beam, "uncached")], cpu[(beam, "cached")])]).as_dict()
-        cached_ids = outputs[(beam, "cached")]["ids"].numpy()
-        uncached_ids = outputs[(beam, "uncached")]["ids"].numpy()
-        same = (cached_ids == uncached_ids).all(axis=-1)
-        entry["identical_outputs"] = float(same.mean())
+            label: dict(speeds(timings[(beam, label)]), speed_ratio=ratios(
+                timings[(beam, label)], timings[(beam, "cached")])) for label in peers}
         entry["output_tokens"] = output_tokens
         entry["sentences"] = sentences
         results[f"beam{beam}"] = entry
+        if not uncached:
+            continue
+        entry["speedup"] = ratios(timings[(beam, "uncached")], timings[(beam, "cached")])
+        entry["cpu_speedup"] = ratios(cpu[(beam, "uncached")], cpu[(beam, "cached")])
+        cached_ids = keras.ops.convert_to_numpy(outputs[(beam, "cached")]["ids"])
+        uncached_ids = outputs[(beam, "uncached")]["ids"].numpy()
+        entry["identical_outputs"] = float((cached_ids == uncached_ids).all(axis=-1).mean())
     return results
+
+
+def _backend_inputs(features, uncached):
+    """The features as the decoders take them: TensorFlow constants for the `tf.function`s."""
+    if not uncached:
+        return features
+    import tensorflow as tf
+
+    return {key: tf.constant(value) for key, value in features.items()}

@@ -112,3 +112,25 @@ def _jax_chain(size, iterations, dtype):
 def model_flops_utilisation(step_flops, step_seconds, peak_flops):
     """Achieved FLOP/s of a step as a share of the peak rate."""
     return step_flops / step_seconds / peak_flops
+
+
+def policies_mfu(step_flops, steps, matmul_size, rates):
+    """MFU of steps under dtype policies, each against the matmul rate of its compute dtype.
+
+    Args:
+        step_flops: analytic FLOPs of one step.
+        steps: `{name: (Keras dtype policy name, seconds per step)}`.
+        matmul_size: side of the timed square matmul.
+        rates: `{dtype: FLOP/s}` already measured; the missing dtypes are
+            measured now (best of three) and added to it.
+
+    Returns:
+        `{name: MFU}`.
+    """
+    mfu = {}
+    for name, (policy_name, seconds) in steps.items():
+        dtype = keras.DTypePolicy(policy_name).compute_dtype
+        if dtype not in rates:
+            rates[dtype] = max(peak_matmul_flops(matmul_size, dtype=dtype) for _ in range(3))
+        mfu[name] = model_flops_utilisation(step_flops, seconds, rates[dtype])
+    return mfu

@@ -23,6 +23,10 @@ MIN_CTRANSLATE2_SPEED_RATIO = 0.7
 CTRANSLATE2_FLOAT32 = "CTranslate2 float32"
 #: MST parse decoding of an 80-word sentence may take at most this many seconds.
 MAX_MST_SECONDS_AT_80 = 0.002
+#: On a GPU: a mixed_bfloat16 step at least this many times as fast as float32's ...
+MIN_BFLOAT16_SPEEDUP = 2.5
+#: ... and at least this share of the bfloat16 matmul rate measured in the same run.
+MIN_BFLOAT16_MFU = 0.40
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,23 +83,40 @@ def evaluate_targets(results):
         targets.append(Target("speed transformer / torch nn.Transformer (peer step time / ours)",
                               peer["speed_ratio"]["median"], MIN_TORCH_SPEED_RATIO,
                               at_most=False, cpu_measured=_median(peer.get("cpu_speed_ratio"))))
-    beam4 = results.get("decoding", {}).get("beam4")
-    if beam4:
+    beam4 = results.get("decoding", {}).get("beam4", {})
+    if "speedup" in beam4:
         targets.append(Target(
             f"cached / uncached beam-4 decoding speed at {beam4['output_tokens']} output tokens",
             beam4["speedup"]["median"], MIN_CACHED_SPEEDUP, at_most=False,
             cpu_measured=_median(beam4.get("cpu_speedup"))))
-        peer = beam4.get("peers", {}).get(CTRANSLATE2_FLOAT32)
-        if peer:
-            targets.append(Target(
-                f"our cached decoding speed at beam 4 / {CTRANSLATE2_FLOAT32}'s (same weights "
-                f"and batch)",
-                peer["speed_ratio"]["median"], MIN_CTRANSLATE2_SPEED_RATIO, at_most=False))
+    peer = beam4.get("peers", {}).get(CTRANSLATE2_FLOAT32)
+    if peer:
+        targets.append(Target(
+            f"our cached decoding speed at beam 4 / {CTRANSLATE2_FLOAT32}'s (same weights "
+            f"and batch)",
+            peer["speed_ratio"]["median"], MIN_CTRANSLATE2_SPEED_RATIO, at_most=False))
+    targets += _precision_targets(results)
     mst = results.get("mst", {}).get("80")
     if mst:
         targets.append(Target("MST parse decoding of an 80-word sentence (ms)",
                               1000 * mst["seconds"]["median"], 1000 * MAX_MST_SECONDS_AT_80,
                               at_most=True))
+    return targets
+
+
+def _precision_targets(results):
+    """bf16 speed-up over float32 and bf16 MFU, where the precision part timed a bf16 policy."""
+    targets = []
+    for name, entry in results.get("precision", {}).items():
+        if not name.startswith("mixed_bfloat16"):
+            continue
+        speedup = 1 / entry["ratio"]["median"]
+        targets.append(Target(f"speed {name} / float32 (step time float32 / {name})", speedup,
+                              MIN_BFLOAT16_SPEEDUP, at_most=False))
+        mfu = results.get("efficiency", {}).get("precision_mfu", {}).get(name)
+        if mfu is not None:
+            targets.append(Target(f"MFU of {name} against the bfloat16 matmul rate (%)",
+                                  100 * mfu, 100 * MIN_BFLOAT16_MFU, at_most=False))
     return targets
 
 
@@ -230,14 +251,17 @@ def format_table(results):
                   "time | same output |",
                   "|---|---|---|---|---|---|---|"]
         for search, entry in decoding.items():
-            for kind in ("cached", "uncached"):
+            # Off TensorFlow only the cached decoder is timed (decoding_speed.py).
+            compared = "uncached" in entry
+            for kind in ("cached", "uncached") if compared else ("cached",):
                 lines.append(
                     f"| {search} ({entry['sentences']} × {entry['output_tokens']} tokens) | "
                     f"{kind} | {entry[kind]['sentences_per_second']:.2f} | "
-                    f"{entry[kind]['tokens_per_second']:.0f} | "
-                    f"{entry['speedup']['median']:.1f}× | "
-                    f"{_median(entry.get('cpu_speedup')) or float('nan'):.1f}× | "
-                    f"{100 * entry['identical_outputs']:.0f}% |")
+                    f"{entry[kind]['tokens_per_second']:.0f} | " + (
+                        f"{entry['speedup']['median']:.1f}× | "
+                        f"{_median(entry.get('cpu_speedup')) or float('nan'):.1f}× | "
+                        f"{100 * entry['identical_outputs']:.0f}% |" if compared else
+                        "not measured (TensorFlow's reference) | | |"))
         peer_rows = [(search, label, peer) for search, entry in decoding.items()
                      for label, peer in entry.get("peers", {}).items()]
         if peer_rows:
@@ -277,11 +301,24 @@ def format_table(results):
             lines.append(f"| {length} | {entry['sentences']} | " + " | ".join(cells) + " |")
     precision = results.get("precision")
     if precision:
+        efficiency = results.get("efficiency", {})
+        precision_mfu = efficiency.get("precision_mfu", {})
         lines += ["", "### Precision and XLA (`transformer`)", "",
-                  "| setting | step time (ms) | × float32 without XLA |", "|---|---|---|"]
+                  "| setting | step time (ms) | × float32 without XLA | MFU |",
+                  "|---|---|---|---|"]
         for name, entry in precision.items():
+            mfu = precision_mfu.get(name)
             lines.append(f"| {name} | {1000 * entry['step_time']['median']:.0f} "
-                         f"{_spread(entry['step_time'])} | {entry['ratio']['median']:.2f} |")
+                         f"{_spread(entry['step_time'])} | {entry['ratio']['median']:.2f} | "
+                         f"{'' if mfu is None else f'{100 * mfu:.1f}%'} |")
+        if settings.get("backend") == "jax":
+            lines += ["", "Under JAX every setting is compiled with XLA: the first row is "
+                      "float32 with XLA."]
+        if precision_mfu:
+            rates = ", ".join(f"{dtype} {rate / 1e12:.2f} TFLOP/s" for dtype, rate in
+                              efficiency.get("peak_flops_by_dtype", {}).items())
+            lines += ["", f"MFU here: the same analytic FLOPs / step time / the measured "
+                      f"matmul rate of the setting's compute dtype in this run ({rates})."]
     mst = results.get("mst")
     if mst:
         lines += ["", "### MST parse decoding (`--parse_decoder=mst`, random head scores)", "",

@@ -15,11 +15,18 @@ parse decoding time per sentence length.
 `--quick` shrinks everything to a CI-sized run; `--only=mst` (or any other
 parts) runs those parts alone. See docs/performance.md.
 
-Under `KERAS_BACKEND=jax` the training part runs (`--only=training`, the
-default there) with the JAX train step, and the report names the backend.
-Without TensorFlow the synthetic batch cannot be made (its datagen needs
-it): a TensorFlow run writes it with `--save_batch=FILE` and the JAX run
-reads it with `--batch_file=FILE`. The other parts need TensorFlow.
+Under `KERAS_BACKEND=jax` the parts that time backend-neutral code run
+(`OTHER_BACKEND_PARTS`: training with the thesis variants, cached
+decoding, precision, the PyTorch peer where torch is installed, MST), and
+every report names its backend. Without TensorFlow the synthetic batches
+cannot be made (their datagen needs it): a TensorFlow run writes the
+training and decoding batches with `--save_batch=FILE` (`--batch_only`
+stops there) and the JAX run reads them with `--batch_file=FILE`.
+`--backends=tensorflow,jax` runs both side by side from the TensorFlow
+environment (the JAX side in `--jax_python`'s environment) and prints the
+JAX/TensorFlow ratios (`benchmarks/backends.py`). On a GPU `--mixed_precision`
+(auto: mixed_bfloat16) is timed against float32, each with its MFU against
+the matmul rate of its compute dtype measured in the same run.
 """
 
 import contextlib
@@ -36,6 +43,7 @@ from absl import flags, logging
 
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
+from syntax_t2t.benchmarks import backends as backends_lib
 from syntax_t2t.benchmarks import flops, measure, report, training_throughput
 
 try:
@@ -59,9 +67,10 @@ PARTS = ("training", "scaling", "decoding", "torch", "precision", "mst", "ctrans
 # peer of the decoding part and runs with it).
 NEEDS_TRAINING = ("training", "scaling", "decoding", "torch")
 #: What runs on a backend other than TensorFlow (the rest times TensorFlow code).
-OTHER_BACKEND_PARTS = ("training",)
-#: Parts that make synthetic batches of their own lengths: not with --batch_file.
-MAKES_BATCHES = ("scaling", "decoding", "ctranslate2")
+OTHER_BACKEND_PARTS = ("training", "decoding", "torch", "precision", "mst")
+#: Parts that make synthetic batches of their own lengths (or read the problem's
+#: vocabularies): not with --batch_file. Decoding reads the file's decoding batch.
+MAKES_BATCHES = ("scaling", "ctranslate2")
 
 flags.DEFINE_bool("datagen", False, "Benchmark data preparation instead (and only): datagen "
                   "examples/s with 1 and 2 workers, spaCy parsing at 1 and 2 processes, peak "
@@ -107,15 +116,27 @@ flags.DEFINE_integer("matmul_size", 1024, "Side of the square matmul timed for t
 flags.DEFINE_string("save_batch", None, "Also write the training batch and the vocabulary sizes "
                     "to this .npz, for --batch_file of a run without TensorFlow.")
 flags.DEFINE_string("batch_file", None, "Time the training step on the batch of this .npz "
-                    "(written by --save_batch) instead of making one: needed under "
-                    "KERAS_BACKEND=jax without TensorFlow. Its shape sets --length and the "
-                    "sentences per batch.")
+                    "(written by --save_batch) instead of making one, and decoding on its "
+                    "decoding batch: needed under KERAS_BACKEND=jax without TensorFlow. Its "
+                    "shapes set --length, the sentences per batch and --decode_sentences.")
+flags.DEFINE_bool("batch_only", False, "With --save_batch: write the batches and stop (time "
+                  "nothing), e.g. to carry them to a machine without TensorFlow.")
+flags.DEFINE_list("backends", [], "Run on these Keras backends side by side (tensorflow,jax), "
+                  "from the TensorFlow environment: the other side runs as a subprocess of "
+                  "--jax_python on this run's batches; writes <output_dir>/<backend>/ and the "
+                  "ratios other/tensorflow in <output_dir>/backends.md.")
+flags.DEFINE_string("jax_python", None, "The Python of the JAX environment for --backends "
+                    f"(default: $SYNTAX_T2T_JAX_PYTHON, else {backends_lib.DEFAULT_JAX_PYTHON}).")
 if "mixed_precision" not in FLAGS:
     flags.DEFINE_enum("mixed_precision", "auto", precision.PRECISIONS,
                       "Policy compared with float32; auto = mixed precision on a GPU only.")
 if "xla" not in FLAGS:
     flags.DEFINE_enum("xla", "auto", precision.XLA_CHOICES,
                       "Also time the step with XLA; auto = on a GPU only.")
+
+#: Flags the other side of --backends does not get as given (it gets its own).
+EXCLUDED_FROM_OTHER_SIDE = ("backends", "jax_python", "output_dir", "save_batch", "batch_file",
+                            "batch_only", "only", "skip", "threads", "length")
 
 QUICK = {"batch_tokens": 128, "repetitions": 2, "steps_per_repetition": 1,
          "scaling_lengths": ["16", "32"], "mst_lengths": ["10", "80"], "decode_sentences": 1,
@@ -161,12 +182,13 @@ def _check_flags():
         registry.model(name)  # a RegistryError names the registered ones
     backend = keras.backend.backend()
     if backend != "tensorflow":
-        parts = set(FLAGS.only or OTHER_BACKEND_PARTS) - set(FLAGS.skip)
+        default = [part for part in OTHER_BACKEND_PARTS if part != "torch" or torch_peer]
+        parts = set(FLAGS.only or default) - set(FLAGS.skip)
         others = sorted(parts - set(OTHER_BACKEND_PARTS))
         if others:
             raise common.UsageError(
                 f"under KERAS_BACKEND={backend} bin/bench runs only "
-                f"{', '.join(OTHER_BACKEND_PARTS)} (--only=training); {', '.join(others)} "
+                f"{', '.join(OTHER_BACKEND_PARTS)}; {', '.join(others)} "
                 f"time TensorFlow code: run them with KERAS_BACKEND=tensorflow")
         if FLAGS.threads:
             raise common.UsageError(f"--threads: under KERAS_BACKEND={backend} XLA sizes its own "
@@ -178,6 +200,13 @@ def _check_flags():
             f"--batch_file: {', '.join(sorted(parts & set(MAKES_BATCHES)))} make batches of "
             f"other lengths, which needs the synthetic problem: leave --batch_file out or skip "
             f"them")
+    if FLAGS.batch_file and "decoding" in parts and not batches_lib.load_decode_batch(
+            FLAGS.batch_file):
+        raise common.UsageError(f"--batch_file={FLAGS.batch_file} holds no decoding batch "
+                                f"(written by an older bin/bench): write it again with "
+                                f"--save_batch, or skip decoding")
+    if FLAGS.batch_only and not FLAGS.save_batch:
+        raise common.UsageError("--batch_only writes the batches of --save_batch: give it")
     return parts, _lengths("scaling_lengths", 4), _lengths("mst_lengths", 1)
 
 
@@ -201,8 +230,11 @@ def _threads():
     """Gives TensorFlow and the PyTorch peer the same thread pools; returns their sizes."""
     threads = FLAGS.threads or os.cpu_count() or 1
     if keras.backend.backend() != "tensorflow":
-        return {"requested": threads,
-                keras.backend.backend(): "XLA's own CPU pool, one thread per core"}
+        sizes = {"requested": threads,
+                 keras.backend.backend(): "XLA's own CPU pool, one thread per core"}
+        if torch_peer:
+            sizes["torch"] = torch_peer.set_threads(threads)
+        return sizes
     sizes = {"requested": threads, "tensorflow": measure.set_threads(threads),
              "torch": torch_peer.set_threads(threads) if torch_peer else None}
     if sizes["tensorflow"]["intra_op"] != threads:
@@ -264,7 +296,7 @@ def _training(vocab_sizes, hparams, batch, settings, seed, torch_enabled, hparam
 
 
 def _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, settings, seed,
-                 hparams_sets):
+                 hparams_sets, decode_batch):
     """The training part and those that reuse its models (scaling, decoding, torch).
 
     `synthetic` (the `SyntheticBatches`) is None when the batch was read from
@@ -306,8 +338,7 @@ def _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, setting
         with _part(results, "decoding"):
             output_tokens = settings["decode_output_tokens"]
             model = measured["steps"][training_throughput.BASELINE].model
-            source_length = max(2, output_tokens // 2)
-            batch = synthetic.batch(source_length, settings["decode_sentences"])
+            batch = decode_batch
             peers = None
             if "ctranslate2" in parts:
                 if ctranslate2_peer.available():
@@ -361,7 +392,56 @@ def main(argv):
             raise common.UsageError(f"--datagen times the TensorFlow datagen: run it with "
                                     f"KERAS_BACKEND=tensorflow, not {backend}")
         return _datagen_benchmark()
+    output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
+    if FLAGS.backends:
+        _side_by_side(output_dir)
+    else:
+        _bench(output_dir)
+
+
+def _side_by_side(output_dir):
+    """`--backends`: this run in <output_dir>/tensorflow, the others as subprocesses."""
+    try:
+        backends = backends_lib.check_backends(FLAGS.backends, keras.backend.backend())
+        python = backends_lib.jax_python(FLAGS.jax_python)
+    except backends_lib.BackendsError as error:
+        raise common.UsageError(str(error)) from error
+    for name in ("batch_file", "save_batch", "batch_only"):
+        if FLAGS[name].present:
+            raise common.UsageError(f"--backends makes and shares the batches itself: leave "
+                                    f"--{name} out")
+    parts, _, _ = _check_flags()
+    batch_file = os.path.join(output_dir, "batch.npz")
+    other_parts = backends_lib.other_side_parts(parts, OTHER_BACKEND_PARTS, MAKES_BATCHES,
+                                                python)
+    if not other_parts:
+        raise common.UsageError(f"--backends: none of {', '.join(sorted(parts))} runs off "
+                                f"TensorFlow (those that do: {', '.join(OTHER_BACKEND_PARTS)})")
+    os.makedirs(output_dir, exist_ok=True)
+    FLAGS.save_batch = batch_file
+    by_backend = {backends[0]: _bench(os.path.join(output_dir, backends[0]))}
+    args = backends_lib.forwarded_flags(FLAGS, __name__, EXCLUDED_FROM_OTHER_SIDE)
+    for backend in backends[1:]:
+        try:
+            by_backend[backend] = backends_lib.run_other_side(
+                python, backend, args + [f"--only={','.join(other_parts)}",
+                                         f"--batch_file={batch_file}",
+                                         f"--output_dir={os.path.join(output_dir, backend)}"])
+        except backends_lib.BackendsError as error:
+            raise common.UsageError(str(error)) from error
+    comparison = backends_lib.compare(by_backend)
+    table = backends_lib.format_comparison(comparison)
+    io_utils.atomic_write_text(os.path.join(output_dir, "backends.json"),
+                               json.dumps(comparison, indent=2, sort_keys=True) + "\n")
+    io_utils.atomic_write_text(os.path.join(output_dir, "backends.md"), table)
+    print(table)
+    print(f"wrote {os.path.join(output_dir, 'backends.md')} and backends.json")
+
+
+def _bench(output_dir):
+    """One backend's benchmark: prints the table, writes it to `output_dir`; returns the results."""
     start = time.perf_counter()
+    backend = keras.backend.backend()
     threads = _threads()
     parts, lengths, mst_lengths = _check_flags()
     if torch_peer is None and "torch" in parts:
@@ -375,7 +455,9 @@ def main(argv):
                 ("length", "batch_tokens", "warmup_steps", "repetitions",
                  "steps_per_repetition", "decode_sentences", "decode_output_tokens",
                  "matmul_size")}
-    synthetic, batch, vocab_sizes = _batch(settings, seed)
+    synthetic, batch, vocab_sizes, decode_batch = _batch(settings, seed)
+    if decode_batch is not None:
+        settings["decode_sentences"] = int(decode_batch["inputs"].shape[0])
     length = settings["length"]
     if length not in batching.bucket_boundaries(max(length, getattr(hparams, "max_length", 0))):
         # A length the trainer never produces can favour one model: at 32 a
@@ -385,7 +467,11 @@ def main(argv):
                         "length do not occur in training", length)
     sentences = int(batch["targets"].shape[0])
     if FLAGS.save_batch:
-        batches_lib.save_batch(FLAGS.save_batch, batch, vocab_sizes, seed)
+        batches_lib.save_batch(FLAGS.save_batch, batch, vocab_sizes, seed, decode_batch)
+        if FLAGS.batch_only:
+            print(f"wrote {FLAGS.save_batch}: training batch {sentences} x {length}, decoding "
+                  f"batch {' x '.join(map(str, decode_batch['inputs'].shape))}")
+            return None
     results = {
         "command": " ".join(shlex.quote(arg) for arg in sys.argv),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -407,25 +493,16 @@ def main(argv):
           f"threads {threads}, Keras backend {backend}", flush=True)
     if parts & set(NEEDS_TRAINING):
         _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, settings, seed,
-                     hparams_sets)
+                     hparams_sets, decode_batch)
 
-    policy_name, jit_compile = "float32", False
-    if "precision" in parts:  # resolving `auto` asks TensorFlow for the GPUs
-        policy_name = precision.resolve_precision(FLAGS.mixed_precision)
-        jit_compile = precision.resolve_xla(FLAGS.xla)
-    if policy_name != "float32" or jit_compile:
+    compared = _precision_settings(parts, backend)
+    if compared:
         with _part(results, "precision"):
-            compared = {"float32": ("float32", False)}
-            if policy_name != "float32":
-                compared[policy_name] = (policy_name, False)
-            if jit_compile:
-                compared["float32 + XLA"] = ("float32", True)
-                if policy_name != "float32":
-                    compared[f"{policy_name} + XLA"] = (policy_name, True)
             results["precision"] = training_throughput.measure_settings(
                 compared, hparams, vocab_sizes, batch,
                 warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
                 steps_per_repetition=settings["steps_per_repetition"], seed=seed)
+            _precision_efficiency(results, compared, hparams, vocab_sizes, settings)
 
     if "mst" in parts:
         from syntax_t2t.benchmarks import mst_speed
@@ -436,7 +513,6 @@ def main(argv):
 
     results["run"]["seconds"] = time.perf_counter() - start
     results["run"]["load_average"]["end"] = measure.load_average()
-    output_dir = FLAGS.output_dir or DEFAULT_OUTPUT_DIR
     os.makedirs(output_dir, exist_ok=True)
     table = report.format_table(results)
     report.write_json(results, os.path.join(output_dir, "bench.json"))
@@ -452,13 +528,55 @@ def main(argv):
                                f"Command: `{results['command']}`\n\n{table}")
     print(table)
     print(f"wrote {', '.join(os.path.join(output_dir, name) for name in written)}")
+    return results
+
+
+def _precision_settings(parts, backend):
+    """`{name: (policy, jit_compile)}` the precision part compares (float32 first), or {}."""
+    if "precision" not in parts:
+        return {}
+    # Resolving `auto` asks the backend for its GPUs.
+    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
+    if backend != "tensorflow":
+        # JAX compiles every step with XLA: only the policies differ.
+        if policy_name == "float32":
+            return {}
+        return {"float32": ("float32", True), policy_name: (policy_name, True)}
+    jit_compile = precision.resolve_xla(FLAGS.xla)
+    compared = {"float32": ("float32", False)}
+    if policy_name != "float32":
+        compared[policy_name] = (policy_name, False)
+    if jit_compile:
+        compared["float32 + XLA"] = ("float32", True)
+        if policy_name != "float32":
+            compared[f"{policy_name} + XLA"] = (policy_name, True)
+    return compared if len(compared) > 1 else {}
+
+
+def _precision_efficiency(results, compared, hparams, vocab_sizes, settings):
+    """MFU of each precision setting against the matmul rate of its compute dtype, measured now."""
+    efficiency = results.setdefault("efficiency", {})
+    step_flops = flops.training_step_flops(hparams, vocab_sizes["targets"],
+                                           results["settings"]["sentences"], settings["length"],
+                                           settings["length"])
+    rates = efficiency.setdefault("peak_flops_by_dtype", {})
+    if "peak_flops" in efficiency:  # the training part's float32 rate, of the same size
+        rates.setdefault("float32", efficiency["peak_flops"])
+    efficiency["precision_mfu"] = flops.policies_mfu(
+        step_flops, {name: (policy_name, results["precision"][name]["step_time"]["median"])
+                     for name, (policy_name, _) in compared.items()},
+        settings["matmul_size"], rates)
+    efficiency.setdefault("step_flops", step_flops)
+    efficiency.setdefault("matmul_size", settings["matmul_size"])
 
 
 def _batch(settings, seed):
-    """`(synthetic batches or None, the training batch, vocab sizes)`; may set settings["length"].
+    """`(synthetic batches or None, the training batch, vocab sizes, the decoding batch)`.
 
     Made from the synthetic problem, or read from --batch_file, whose shape
-    then sets the length (a conflicting --length is refused).
+    then sets the length (a conflicting --length is refused; may set
+    settings["length"]). The decoding batch (`decode_sentences` sources of
+    half the output length) is None where the file holds none.
     """
     if FLAGS.batch_file:
         batch, vocab_sizes, _ = batches_lib.load_batch(FLAGS.batch_file)
@@ -467,7 +585,7 @@ def _batch(settings, seed):
             raise common.UsageError(f"--length={FLAGS.length}, but the batch of --batch_file="
                                     f"{FLAGS.batch_file} is {length} tokens long")
         settings["length"] = length
-        return None, batch, vocab_sizes
+        return None, batch, vocab_sizes, batches_lib.load_decode_batch(FLAGS.batch_file)
     if importlib.util.find_spec("tensorflow") is None:
         raise common.UsageError(
             "making the synthetic batch needs TensorFlow (the problem's datagen), which is not "
@@ -477,7 +595,9 @@ def _batch(settings, seed):
     synthetic = batches_lib.SyntheticBatches(seed=seed)
     length = settings["length"]
     batch = synthetic.batch(length, batches_lib.sentences_for(length, settings["batch_tokens"]))
-    return synthetic, batch, synthetic.vocab_sizes
+    decode_batch = synthetic.batch(max(2, settings["decode_output_tokens"] // 2),
+                                   settings["decode_sentences"])
+    return synthetic, batch, synthetic.vocab_sizes, decode_batch
 
 
 def run():
