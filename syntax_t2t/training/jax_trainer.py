@@ -341,6 +341,7 @@ class JaxTrainer:
             if stop_early:
                 return results
         reporter = progress.ProgressReporter(self.output_dir, train_steps)
+        schedule = progress.ReportSchedule(self.log_step_count_steps, train_steps)
         results: dict = {}
         saved_step, nonfinite_count = step, 0
         reports: list = []
@@ -364,7 +365,7 @@ class JaxTrainer:
                     batch = None
                     step += 1
                     last = step == train_steps
-                    if step % self.log_step_count_steps == 0 or last:
+                    if schedule.due(step):
                         nonfinite_count = self._check_nonfinite(nonfinite_count)
                         losses, tokens, steps = self._read_interval(reports)
                         reports = []
