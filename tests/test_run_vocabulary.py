@@ -139,3 +139,12 @@ def test_copy_into_a_model_directory(recorded, tmp_path):
     run_vocabulary.check(str(best), FakeProblem(), data_dir)
     assert json.loads((best / "vocabularies.json").read_text()) == run_vocabulary.load_record(run)
     assert len(os.listdir(best / "vocabularies")) == 3
+
+
+def test_a_vocabulary_the_data_lacks_is_refused(recorded, tmp_path):
+    run, _ = recorded
+    fewer = FakeProblem(names=("inputs", "targets"))
+    with pytest.raises(run_vocabulary.RunVocabularyError,
+                       match=r"vocabulary file .*/fewer/fake_problem\.vocab\.deprel\.txt \(missing\) "
+                             r"is not the one the run in .* was trained with \(sha256 [0-9a-f]{16}\)"):
+        run_vocabulary.check(run, fewer, data(tmp_path / "fewer", fewer))

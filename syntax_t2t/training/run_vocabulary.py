@@ -102,7 +102,7 @@ def load_record(run_dir: str) -> Optional[dict]:
 
 
 def _short(digest: Optional[str]) -> str:
-    return "none (missing)" if digest is None else f"sha256 {digest[:_SHOWN_DIGITS]}"
+    return "missing" if digest is None else f"sha256 {digest[:_SHOWN_DIGITS]}"
 
 
 def _refusal(difference: str, run_dir: str) -> RunVocabularyError:
