@@ -280,6 +280,11 @@ NUMBER_CASES = [
     Case("numbers: train_size=0", datagen_with("train_size=0"),
          rf"problem option train_size=0 of {PROBLEM}: need at least 1 training sentence",
          check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
+    Case("numbers: --max_examples=0",
+         lambda ws, capsys: run_program("datagen", capsys, problem=PROBLEM,
+                                        data_dir=str(ws.tmp / "data"), max_examples=0),
+         r"--max_examples=0 keeps no example; give at least 1, or leave it out to keep every "
+         r"example", check=lambda ws: not (ws.tmp / "data").exists() or pytest.fail("written")),
     Case("numbers: learning_rate_warmup_steps=0 with Adam",
          train_with(hparams=tiny_with("learning_rate_warmup_steps", 0)),
          r"hparam learning_rate_warmup_steps=0 must be at least 1 with optimizer=adam \(its "

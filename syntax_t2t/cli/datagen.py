@@ -113,6 +113,9 @@ def problem_from_flags():
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.max_examples == 0:
+        raise common.UsageError("--max_examples=0 keeps no example; give at least 1, or leave it "
+                                "out to keep every example")
     problem = problem_from_flags()
     task = _task()
     skip = SkipCounter() if FLAGS.skip_bad_examples else None
