@@ -6,6 +6,8 @@ Each program defines only its own flags; the ones every T2T-style tool has
 """
 
 import errno
+import os
+import signal
 import sys
 
 from absl import app, flags
@@ -114,6 +116,7 @@ def run(main, extra_user_errors=(), builtins=None):
     user_errors = USER_ERRORS + tuple(extra_user_errors)
 
     def guarded(argv):
+        previous = _exit_cleanly_on_sigterm()
         try:
             aliases.apply()
             load_registry(builtins)
@@ -135,5 +138,41 @@ def run(main, extra_user_errors=(), builtins=None):
             # Run and data directories are the program's until it ends (tests run several in one
             # process; an executable's locks would go with it anyway).
             directory_lock.release_all()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
     app.run(guarded)
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised where the program is, so that its `finally` blocks run."""
+
+
+def _exit_cleanly_on_sigterm():
+    """Turns SIGTERM into `Terminated` (exit status 143); returns the handler it replaced, or None.
+
+    Python's default action for SIGTERM ends the process at once: staging
+    directories of bin/export and bin/average_checkpoints and spooled
+    standard input were left behind (#35 item 9). As an exception the
+    signal unwinds through their clean-up. A handler the program set
+    itself (bin/train's checkpoint-and-stop) is left alone.
+    """
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    program = os.getpid()
+
+    def terminate(signum, frame):
+        if os.getpid() != program:
+            # A forked worker (datagen's pool, which stops its workers with SIGTERM): die as before.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        print("error: stopped by SIGTERM; temporary files were removed, and nothing half-written "
+              "was left", file=sys.stderr)
+        raise Terminated(128 + signal.SIGTERM)
+
+    try:
+        return signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: leave the default
+        return None
