@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from syntax_t2t import registry
-from syntax_t2t.benchmarks import backends, decoding_speed, report
+from syntax_t2t.benchmarks import backends, decoding_speed, flops, precision_part, report
 from syntax_t2t.cli import registration
 from syntax_t2t.hparams import HParams
 
@@ -140,3 +140,21 @@ def test_the_bfloat16_targets_come_from_the_precision_part():
     del results["precision"]["mixed_bfloat16"]
     assert not [name for name in (t.name for t in report.evaluate_targets(results))
                 if "bfloat16" in name]
+
+
+def test_the_precision_part_compares_policies_and_under_jax_never_xla_off():
+    assert precision_part.compared_settings("mixed_bfloat16", "false", "jax") == {
+        "float32": ("float32", True), "mixed_bfloat16": ("mixed_bfloat16", True)}
+    assert precision_part.compared_settings("float32", "true", "jax") == {}
+    assert precision_part.compared_settings("mixed_bfloat16", "true", "tensorflow") == {
+        "float32": ("float32", False), "mixed_bfloat16": ("mixed_bfloat16", False),
+        "float32 + XLA": ("float32", True), "mixed_bfloat16 + XLA": ("mixed_bfloat16", True)}
+    assert precision_part.compared_settings("float32", "false", "tensorflow") == {}
+
+
+def test_each_policy_is_measured_against_the_matmul_rate_of_its_compute_dtype():
+    rates = {"float32": 1000.0, "bfloat16": 4000.0}
+    mfu = flops.policies_mfu(100, {"a": ("float32", 1.0), "b": ("mixed_bfloat16", 0.5)}, 16,
+                             rates)
+    assert mfu == {"a": pytest.approx(0.1), "b": pytest.approx(0.05)}
+    assert rates == {"float32": 1000.0, "bfloat16": 4000.0}  # nothing measured again

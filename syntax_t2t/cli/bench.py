@@ -44,7 +44,7 @@ from absl import flags, logging
 from syntax_t2t import io_utils, registry
 from syntax_t2t.benchmarks import batches as batches_lib
 from syntax_t2t.benchmarks import backends as backends_lib
-from syntax_t2t.benchmarks import flops, measure, report, training_throughput
+from syntax_t2t.benchmarks import flops, measure, precision_part, report, training_throughput
 
 try:
     from syntax_t2t.benchmarks import torch_peer
@@ -495,14 +495,21 @@ def _bench(output_dir):
         _model_parts(results, parts, synthetic, vocab_sizes, hparams, batch, settings, seed,
                      hparams_sets, decode_batch)
 
-    compared = _precision_settings(parts, backend)
+    compared = {}
+    if "precision" in parts:  # resolving `auto` asks the backend for its GPUs
+        compared = precision_part.compared_settings(FLAGS.mixed_precision, FLAGS.xla, backend)
+    if "precision" in FLAGS.only and not compared:
+        logging.warning("--only=precision: nothing to compare here (--mixed_precision=%s "
+                        "and --xla=%s give float32 alone; auto: on a GPU only)",
+                        FLAGS.mixed_precision, FLAGS.xla)
     if compared:
         with _part(results, "precision"):
             results["precision"] = training_throughput.measure_settings(
                 compared, hparams, vocab_sizes, batch,
                 warmup_steps=settings["warmup_steps"], repetitions=settings["repetitions"],
                 steps_per_repetition=settings["steps_per_repetition"], seed=seed)
-            _precision_efficiency(results, compared, hparams, vocab_sizes, settings)
+            precision_part.add_efficiency(results, compared, hparams, vocab_sizes["targets"],
+                                          settings["length"], settings["matmul_size"])
 
     if "mst" in parts:
         from syntax_t2t.benchmarks import mst_speed
@@ -529,45 +536,6 @@ def _bench(output_dir):
     print(table)
     print(f"wrote {', '.join(os.path.join(output_dir, name) for name in written)}")
     return results
-
-
-def _precision_settings(parts, backend):
-    """`{name: (policy, jit_compile)}` the precision part compares (float32 first), or {}."""
-    if "precision" not in parts:
-        return {}
-    # Resolving `auto` asks the backend for its GPUs.
-    policy_name = precision.resolve_precision(FLAGS.mixed_precision)
-    if backend != "tensorflow":
-        # JAX compiles every step with XLA: only the policies differ.
-        if policy_name == "float32":
-            return {}
-        return {"float32": ("float32", True), policy_name: (policy_name, True)}
-    jit_compile = precision.resolve_xla(FLAGS.xla)
-    compared = {"float32": ("float32", False)}
-    if policy_name != "float32":
-        compared[policy_name] = (policy_name, False)
-    if jit_compile:
-        compared["float32 + XLA"] = ("float32", True)
-        if policy_name != "float32":
-            compared[f"{policy_name} + XLA"] = (policy_name, True)
-    return compared if len(compared) > 1 else {}
-
-
-def _precision_efficiency(results, compared, hparams, vocab_sizes, settings):
-    """MFU of each precision setting against the matmul rate of its compute dtype, measured now."""
-    efficiency = results.setdefault("efficiency", {})
-    step_flops = flops.training_step_flops(hparams, vocab_sizes["targets"],
-                                           results["settings"]["sentences"], settings["length"],
-                                           settings["length"])
-    rates = efficiency.setdefault("peak_flops_by_dtype", {})
-    if "peak_flops" in efficiency:  # the training part's float32 rate, of the same size
-        rates.setdefault("float32", efficiency["peak_flops"])
-    efficiency["precision_mfu"] = flops.policies_mfu(
-        step_flops, {name: (policy_name, results["precision"][name]["step_time"]["median"])
-                     for name, (policy_name, _) in compared.items()},
-        settings["matmul_size"], rates)
-    efficiency.setdefault("step_flops", step_flops)
-    efficiency.setdefault("matmul_size", settings["matmul_size"])
 
 
 def _batch(settings, seed):
