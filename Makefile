@@ -30,7 +30,7 @@ JAX_PACKAGES := "$(JAX)" "keras>=3.10,<4" "numpy>=1.26,<3" "absl-py>=2.1,<3" "h5
 	"ufal.chu_liu_edmonds>=1.0.3,<2" "protobuf>=4,<7" "google-crc32c>=1.5,<2" \
 	"pytest>=8,<10" "hypothesis>=6.100,<7" "pytest-xdist>=3.5,<4"
 
-.PHONY: install install-jax test test-jax test-slow demo clean-demo
+.PHONY: install install-jax test test-jax test-slow demo clean-demo gpu-wheels gpu-session
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -94,3 +94,29 @@ demo: install
 
 clean-demo:
 	rm -rf "$(DEMO)"
+
+# A GPU session (issue 33; README, "Training on JAX and on a GPU"). The GPU
+# machines have Python 3.12 and JAX with CUDA but no Keras and no TensorFlow:
+# `make gpu-wheels` (here, with network and TensorFlow) downloads the wheels
+# they lack into $(GPU_WHEELS) and writes the benchmark's batches there (the
+# synthetic problem's datagen needs TensorFlow); carry that folder, then
+# `make gpu-session GPU_DATA=... OUT=...` there runs docs/gpu_session.sh (8 minutes).
+GPU_WHEELS ?= gpu_wheels
+GPU_PYTHON_VERSION ?= 3.12
+# optree's cp312 wheels need glibc 2.28 (manylinux_2_28); the others take 2.17.
+GPU_PLATFORMS ?= --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	--platform manylinux_2_28_x86_64
+# Keras's own dependencies that JAX does not bring, and the project's pure-Python ones.
+GPU_WHEEL_PACKAGES := keras==3.15.1 "namex>=0.1" "optree>=0.13" "google-crc32c>=1.5" "rich>=13" \
+	markdown-it-py mdurl pygments packaging "conllu>=5,<7" "ufal.chu_liu_edmonds>=1.0.3,<2"
+GPU_BENCH_FLAGS ?= --hparams_set=transformer_base --batch_tokens=4096 --decode_sentences=64
+GPU_DATA ?= /work/m30k/data_cs_core
+OUT ?= gpu_session_out
+
+gpu-wheels: install
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PYTHON_VERSION) \
+	  $(GPU_PLATFORMS) --implementation cp -d $(GPU_WHEELS) $(GPU_WHEEL_PACKAGES)
+	$(PY) bin/bench $(GPU_BENCH_FLAGS) --batch_only --save_batch=$(GPU_WHEELS)/bench_batch.npz
+
+gpu-session:
+	bash docs/gpu_session.sh $(OUT) $(GPU_DATA) $(GPU_WHEELS)
