@@ -10,6 +10,7 @@ padding. Running a model is decoding's business, so it lives here;
 import dataclasses
 from typing import Sequence
 
+import keras
 import numpy as np
 
 from syntax_t2t.data.derived_features import with_derived_features
@@ -53,7 +54,9 @@ def encoder_attention(model, problem, sources: Sequence, batch_size: int = 32) -
         encoded = [problem.encode_source(source) for source in chunk]
         # Derived features (MG-SA's partitions, NSD's distances) are the host's to add.
         batch = with_derived_features(model, pad_batch(encoded, keys))
-        attention = [layer.numpy() for layer in model.encode(batch, return_attention=True)["attention"]]
+        # convert_to_numpy, not `.numpy()`: JAX arrays have no such method.
+        attention = [keras.ops.convert_to_numpy(layer)
+                     for layer in model.encode(batch, return_attention=True)["attention"]]
         for row, (source, features) in enumerate(zip(chunk, encoded)):
             words = tuple(getattr(source, "tokens", source))
             size = len(prefix) + len(features["inputs"])
