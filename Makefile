@@ -1,6 +1,9 @@
 # Two entry points (see README.md):
 #   make demo   install into .venv, then datagen -> train -> decode -> evaluate
 #               -> analyze on the embedded synthetic_syntax_reorder problem
+#               (`make demo BACKEND=jax`: training, decoding and the analysis run
+#               under JAX in .venv-jax, without TensorFlow; datagen, which needs
+#               TensorFlow, and the scoring stay in .venv; DEMO defaults to demo-jax)
 #   make test   install into .venv (with test extras) and .venv-jax (JAX on the
 #               CPU, no TensorFlow), then run the test suite under TensorFlow and
 #               the modeling tests (marked `backends`) again under JAX
@@ -16,7 +19,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
+# The Keras backend of the demo's training, decoding and analysis: tensorflow or jax.
+BACKEND ?= tensorflow
+ifeq ($(BACKEND),jax)
+DEMO ?= demo-jax
+else
 DEMO ?= demo
+endif
 DEMO_STEPS ?= 1500
 # pytest-xdist workers; CI machines have 2 cores.
 TEST_WORKERS ?= 2
@@ -68,17 +77,26 @@ DEMO_PROBLEM := synthetic_syntax_reorder
 DEMO_DATA := $(DEMO)/data
 DEMO_TEST := $(DEMO_DATA)/$(DEMO_PROBLEM)-test
 DEMO_FLAGS := --problem=$(DEMO_PROBLEM) --data_dir=$(DEMO_DATA) --hparams_set=transformer_tiny
+ifeq ($(BACKEND),jax)
+DEMO_PY := KERAS_BACKEND=jax $(JAX_PY)
+DEMO_INSTALL := install install-jax
+else ifeq ($(BACKEND),tensorflow)
+DEMO_PY := $(PY)
+DEMO_INSTALL := install
+else
+$(error BACKEND=$(BACKEND): the demo runs on tensorflow or jax)
+endif
 
-demo: install
+demo: $(DEMO_INSTALL)
 	$(PY) bin/datagen --problem=$(DEMO_PROBLEM) --data_dir=$(DEMO_DATA) --tmp_dir=$(DEMO)/tmp
-	$(PY) bin/train $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
+	$(DEMO_PY) bin/train $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
 	  --train_steps=$(DEMO_STEPS) --eval_every=500 --save_checkpoints_steps=500
-	$(PY) bin/train $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	$(DEMO_PY) bin/train $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
 	  --train_steps=$(DEMO_STEPS) --eval_every=500 --save_checkpoints_steps=500
-	$(PY) bin/decode $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
+	$(DEMO_PY) bin/decode $(DEMO_FLAGS) --model=transformer --output_dir=$(DEMO)/transformer \
 	  --decode_hparams=beam_size=4,alpha=0.6 \
 	  --decode_from_file=$(DEMO_TEST).src.conllu --decode_to_file=$(DEMO)/transformer/test.hyp
-	$(PY) bin/decode $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	$(DEMO_PY) bin/decode $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
 	  --decode_hparams=beam_size=4,alpha=0.6 \
 	  --decode_from_file=$(DEMO_TEST).src.conllu --decode_to_file=$(DEMO)/dep_parse/test.hyp \
 	  --parse_to_file=$(DEMO)/dep_parse/test.parse.conllu --parse_decoder=mst
@@ -87,7 +105,7 @@ demo: install
 	  --system_names=transformer,dep_parse \
 	  --gold_parse=$(DEMO_TEST).src.conllu --parses=$(DEMO)/dep_parse/test.parse.conllu \
 	  --json_output=$(DEMO)/scores.json
-	$(PY) bin/analyze $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
+	$(DEMO_PY) bin/analyze $(DEMO_FLAGS) --model=dep_parse --output_dir=$(DEMO)/dep_parse \
 	  --analyze_from_file=$(DEMO_TEST).src.conllu --analysis_dir=$(DEMO)/analysis \
 	  --length_source_file=$(DEMO_TEST).src.conllu --length_references=$(DEMO_TEST).ref.txt \
 	  --length_baseline=$(DEMO)/transformer/test.hyp --length_system=$(DEMO)/dep_parse/test.hyp
