@@ -19,6 +19,7 @@ can be written at all.
 import atexit
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -30,7 +31,7 @@ import tempfile
 import unicodedata
 import uuid
 import zlib
-from typing import BinaryIO, Iterator, Optional, Sequence, TextIO, Union
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence, TextIO, Union
 
 from absl import logging
 
@@ -388,6 +389,42 @@ def atomic_write_text(path: PathLike, text: str, encoding: str = "utf-8") -> Non
         data = gzip.compress(data, mtime=0)
     with atomic_write(path, "wb") as stream:
         stream.write(data)
+
+
+def sha256_file(path: PathLike) -> str:
+    """The SHA-256 of a file's bytes, in hex, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_json_record(path: PathLike, what: str, remedy: str, valid: Callable[[Any], bool],
+                     expected: str, default=None):
+    """A run's JSON record (`default` when absent), refused in one line when damaged.
+
+    Args:
+        what: the record's name in messages ("environment record").
+        remedy: what the user can do, appended to a refusal.
+        valid: whether a parsed value has the record's shape.
+        expected: the shape, said when `valid` is false.
+
+    Raises:
+        InputError: not JSON (naming its line), or JSON of another shape.
+    """
+    if not os.path.exists(path):
+        return default
+    try:
+        with open(path, encoding="utf-8") as stream:
+            value = json.load(stream)
+    except json.JSONDecodeError as error:
+        raise InputError(path, error.lineno, f"not the run's {what} ({error.msg}); {remedy}",
+                         reason=f"damaged {what}") from error
+    if not valid(value):
+        raise InputError(path, None, f"not the run's {what} ({expected}); {remedy}",
+                         reason=f"damaged {what}")
+    return value
 
 
 def read_json(path: PathLike, default=None, remedy: str = ""):

@@ -21,7 +21,6 @@ leaves and what is done with it.
 """
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from syntax_t2t.checkpointing.errors import CorruptCheckpointError
+from syntax_t2t.io_utils import sha256_file
 
 FORMAT = "syntax_t2t.checkpoint"
 VERSION = 1
@@ -58,14 +58,6 @@ def _fsync_directory(directory: str) -> None:
 def _sync_file(path: str) -> None:
     with open(path, "rb+") as stream:
         os.fsync(stream.fileno())
-
-
-def _digest(path: str) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _files_under(root: str) -> list[str]:
@@ -112,7 +104,7 @@ def write_checkpoint(directory: str, name: str, step: int, arrays: Mapping[str, 
         for relative in _files_under(staging):
             path = os.path.join(staging, relative)
             _sync_file(path)
-            files[relative] = {"bytes": os.path.getsize(path), "sha256": _digest(path)}
+            files[relative] = {"bytes": os.path.getsize(path), "sha256": sha256_file(path)}
         parts = sorted({key.split("/", 1)[0] for key in arrays}
                        | {os.path.splitext(file_name)[0] for file_name in json_files or {}}
                        | set(writers or {}))
@@ -259,7 +251,7 @@ def open_checkpoint(path: str, verify: bool = True) -> StoredCheckpoint:
             size = os.path.getsize(file_path)
             if size != expected["bytes"]:
                 raise _damaged(file_path, f"{size} bytes, the manifest says {expected['bytes']}")
-            if _digest(file_path) != expected["sha256"]:
+            if sha256_file(file_path) != expected["sha256"]:
                 raise _damaged(file_path, "its SHA-256 differs from the manifest's")
     return StoredCheckpoint(path=path, step=int(manifest["step"]),
                             parts=frozenset(manifest.get("parts", ())))

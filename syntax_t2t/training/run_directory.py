@@ -23,7 +23,7 @@ from absl import logging
 from syntax_t2t import directory_lock, registry
 from syntax_t2t.errors import InputError
 from syntax_t2t.hparams import HParams
-from syntax_t2t.io_utils import atomic_write_text, read_lines
+from syntax_t2t.io_utils import atomic_write_text, read_json_record, read_lines
 from syntax_t2t.training import checkpoints
 
 HPARAMS_FILE = "hparams.json"
@@ -187,18 +187,10 @@ def _git_state():
 def record_environment(output_dir: str) -> None:
     """Appends this start's `environment()` to the run's `environment.json`."""
     path = os.path.join(output_dir, ENVIRONMENT_FILE)
-    starts = []
-    if os.path.exists(path):
-        try:
-            with open(path, encoding="utf-8") as file:
-                starts = json.load(file)
-        except json.JSONDecodeError as error:
-            raise InputError(path, error.lineno, f"not the run's environment record ({error.msg}); "
-                             f"move it away to start a new one") from error
-        if not (isinstance(starts, list) and all(isinstance(start, dict) for start in starts)):
-            raise InputError(path, None, "not the run's environment record (expected a list of "
-                             "starts, each an object); move it away to start a new one",
-                             reason="damaged environment record")
+    starts = read_json_record(
+        path, "environment record", "move it away to start a new one",
+        lambda value: isinstance(value, list) and all(isinstance(start, dict) for start in value),
+        "expected a list of starts, each an object", default=[])
     atomic_write_text(path, json.dumps(starts + [environment()], indent=2) + "\n")
 
 

@@ -22,7 +22,6 @@ trains on (warning that the earlier steps could not be checked).
 No TensorFlow here: it runs under every Keras backend.
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from typing import Optional
 from absl import logging
 
 from syntax_t2t.errors import InputError
-from syntax_t2t.io_utils import atomic_write_text
+from syntax_t2t.io_utils import atomic_write_text, read_json_record, sha256_file
 from syntax_t2t.training import run_directory
 
 RECORD_FILE = "vocabularies.json"
@@ -51,11 +50,7 @@ class RunVocabularyError(run_directory.RunDirectoryError):
 
 def fingerprint(path: str) -> str:
     """The SHA-256 of a file's bytes, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(path)
 
 
 def data_identity(problem, data_dir: str) -> dict:
@@ -86,19 +81,10 @@ def load_record(run_dir: str) -> Optional[dict]:
     Raises:
         InputError: the record is there but damaged.
     """
-    path = record_path(run_dir)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as stream:
-            record = json.load(stream)
-    except json.JSONDecodeError as error:
-        raise InputError(path, error.lineno, f"not the run's vocabulary record ({error.msg}); "
-                         f"restore it, or train a new run") from error
-    if not isinstance(record, dict) or not isinstance(record.get("vocabularies"), dict):
-        raise InputError(path, None, "not the run's vocabulary record (no \"vocabularies\"); "
-                         "restore it, or train a new run")
-    return record
+    return read_json_record(
+        record_path(run_dir), "vocabulary record", "restore it, or train a new run",
+        lambda record: isinstance(record, dict) and isinstance(record.get("vocabularies"), dict),
+        'no "vocabularies"')
 
 
 def _short(digest: Optional[str]) -> str:
