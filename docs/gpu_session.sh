@@ -61,7 +61,7 @@ step() {
   local name=$1 limit=$2
   shift 2
   if [ "$limit" -le 5 ]; then
-    echo "$name: not run, $limit s left of the budget" | tee -a "$OUT/summary.txt"
+    echo "$name: not run, the budget leaves it $limit s" | tee -a "$OUT/summary.txt"
     return 1
   fi
   echo "=== $name (at most $limit s; $(left) s of $BUDGET left)"
@@ -69,8 +69,9 @@ step() {
   begin=$(date +%s)
   timeout -k "${KILL_AFTER:-20}" "$limit" "$@"
   status=$?
-  echo "$name: exit $status in $(($(date +%s) - begin)) s (124: stopped at its time limit)" \
-    | tee -a "$OUT/summary.txt"
+  local note=""
+  [ "$status" -eq 124 ] || [ "$status" -eq 137 ] && note=" (stopped at its time limit)"
+  echo "$name: exit $status in $(($(date +%s) - begin)) s$note" | tee -a "$OUT/summary.txt"
   return $status
 }
 
@@ -78,7 +79,8 @@ step() {
 echo "gpu_session $(date -u +%Y-%m-%dT%H:%M:%SZ) budget ${BUDGET} s, data $DATA_DIR, wheels $WHEELS"
 
 # 1. The wheels, and Keras on this JAX.
-SITE=$OUT/site-packages
+# Outside OUT: only figures go back from the machine.
+SITE=$(mktemp -d)/site-packages
 if ls "$WHEELS"/*.whl > /dev/null 2>&1; then
   step wheels 60 "$PYTHON" -m pip install --quiet --no-index --no-deps --target="$SITE" \
     "$WHEELS"/*.whl || exit 1
