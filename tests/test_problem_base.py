@@ -160,13 +160,18 @@ def test_an_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, fail_in
         TinyProblem().filepaths(str(tmp_path), TRAIN)
 
 
-def test_an_interrupted_overwrite_invalidates_the_old_data(tmp_path):
-    TinyProblem().generate_data(str(tmp_path), str(tmp_path))
+def test_an_interrupted_overwrite_keeps_the_old_data_complete(tmp_path):
+    # #35 item 8: the new data is built aside and moved in whole, so the old data stays usable.
+    data = tmp_path / "data"
+    TinyProblem().generate_data(str(data), str(tmp_path))
+    before = {name: (data / name).read_bytes() for name in os.listdir(data) if not name.startswith(".")}
     with pytest.raises(RuntimeError, match="interrupted"):
-        TinyProblem(fail_in=TEST).generate_data(str(tmp_path), str(tmp_path), overwrite=True)
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
-    with pytest.raises(DataNotGeneratedError):
-        TinyProblem().filepaths(str(tmp_path), TRAIN)
+        TinyProblem(fail_in=TEST).generate_data(str(data), str(tmp_path), overwrite=True)
+    assert not [n for n in os.listdir(data) if n.endswith(".tmp")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".overwrite")]
+    assert {name: (data / name).read_bytes() for name in os.listdir(data)
+            if not name.startswith(".")} == before
+    assert TinyProblem().filepaths(str(data), TRAIN)
 
 
 def test_vocabularies_need_only_the_vocabulary_files(tmp_path):

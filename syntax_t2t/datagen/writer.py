@@ -42,6 +42,8 @@ import glob
 import itertools
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from typing import Optional
@@ -92,6 +94,10 @@ class DatagenTask:
         return shard_index % self.num_tasks == self.task_id
 
 
+#: Ends the name of the directory an `--overwrite` builds its data in, beside `--data_dir`.
+_STAGING_SUFFIX = ".overwrite"
+
+
 def vocabulary_record_path(problem, data_dir: str) -> str:
     return os.path.join(data_dir, f"{problem.name}.datagen-vocab.json")
 
@@ -127,17 +133,21 @@ def generate_data(problem, data_dir: str, tmp_dir: str, max_examples: Optional[i
 
 
 def _generate_data(problem, data_dir, tmp_dir, max_examples, overwrite, skip, num_workers, task,
-                   only_vocab, shard_pass) -> dict:
+                   only_vocab, shard_pass, shown_dir=None) -> dict:
     os.makedirs(data_dir, exist_ok=True)
     if task.whole:
         # A killed run's temporaries; with tasks, another task's may be in use.
         io_utils.remove_orphaned_temporaries(data_dir, problem.name)
+        _remove_orphaned_staging(data_dir)
     requested = {"options": _jsonable(problem.options()), "max_examples": max_examples}
     if only_vocab:
         return _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num_workers)
     record = None if overwrite else problem.completion_record(data_dir)
     if record is not None:
         return _kept(problem, data_dir, record, requested)
+    if overwrite and task.whole and problem.completion_record(data_dir) is not None:
+        return _overwrite_aside(problem, data_dir, tmp_dir, max_examples, skip, num_workers,
+                                shard_pass)
     # Without a completion record, whatever is in data_dir is incomplete.
     with contextlib.suppress(FileNotFoundError):
         os.remove(problem.completion_record_path(data_dir))
@@ -183,8 +193,64 @@ def _generate_data(problem, data_dir, tmp_dir, max_examples, overwrite, skip, nu
                          "task has", problem.name, task.task_id, task.num_tasks)
             return dict(task_record, complete=False, kept_existing=False, differs_from_request=False)
     logging.info("%s: wrote %s to %s in %.1f s", problem.name, _counts_text(record["counts"]),
-                 data_dir, time.monotonic() - start)
+                 shown_dir or data_dir, time.monotonic() - start)
     return dict(record, complete=True, kept_existing=False, differs_from_request=False)
+
+
+def _staging_pattern(data_dir: str) -> str:
+    parent, name = os.path.split(os.path.abspath(data_dir))
+    return os.path.join(glob.escape(parent), f".{glob.escape(name)}.*{_STAGING_SUFFIX}")
+
+
+def _remove_orphaned_staging(data_dir: str) -> None:
+    # Under the data directory's lock no live run stages for it: these are a killed run's.
+    for path in glob.glob(_staging_pattern(data_dir)):
+        logging.warning("removing %s, left by an earlier --overwrite that did not finish", path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _overwrite_aside(problem, data_dir, tmp_dir, max_examples, skip, num_workers,
+                     shard_pass) -> dict:
+    """`--overwrite` of complete data: the new data is built beside it, then moved in whole.
+
+    The old data stays complete and untouched until the new data is: a full
+    disk, a bad raw file or a signal during the long work leaves the user
+    the data they had. Moving in is renames only (no space needed); in its
+    short window the data has no completion record, i.e. it reads as
+    incomplete, never as a mix.
+    """
+    parent, name = os.path.split(os.path.abspath(data_dir))
+    try:
+        staging = tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=_STAGING_SUFFIX)
+    except PermissionError:
+        logging.warning("%s: cannot build the new data beside %s (its parent is not writable); "
+                        "building it in place", problem.name, data_dir)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(problem.completion_record_path(data_dir))
+        return _generate_data(problem, data_dir, tmp_dir, max_examples, False, skip, num_workers,
+                              DatagenTask(), False, shard_pass)
+    try:
+        record = _generate_data(problem, staging, tmp_dir, max_examples, False, skip, num_workers,
+                                DatagenTask(), False, shard_pass, shown_dir=data_dir)
+        _move_in(problem, staging, data_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return record
+
+
+def _move_in(problem, staging: str, data_dir: str) -> None:
+    """Replaces the problem's files in `data_dir` by those in `staging`, the completion record last."""
+    completion = os.path.basename(problem.completion_record_path(data_dir))
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(data_dir, completion))
+    new = set(os.listdir(staging))
+    for name in sorted(new - {completion}) + [completion]:
+        os.replace(os.path.join(staging, name), os.path.join(data_dir, name))
+    for name in os.listdir(data_dir):
+        # The old data's files that the new data has not (other shard counts, a label vocabulary).
+        if name not in new and name.startswith((f"{problem.name}-", f"{problem.name}.vocab.",
+                                                f"{problem.name}.datagen")):
+            os.remove(os.path.join(data_dir, name))
 
 
 def _kept(problem, data_dir, record, requested) -> dict:
