@@ -40,6 +40,25 @@ _STORAGE_ADVICE = {errno.ENOSPC: "the disk is full: free some space, or write el
                    errno.EROFS: "the file system is read-only: write elsewhere"}
 
 
+def tensorflow_storage_error(error: BaseException):
+    """One line for a TensorFlow file error on a full or read-only disk, else None.
+
+    TensorFlow's writers (TFRecord shards, summaries, SavedModel) report
+    ENOSPC and EROFS as `tf.errors.ResourceExhaustedError` or
+    `UnknownError` whose message holds the C library's text; recognised
+    here by that text, without importing TensorFlow.
+    """
+    if not type(error).__module__.startswith("tensorflow"):
+        return None
+    message = getattr(error, "message", None) or str(error)
+    for number, advice in _STORAGE_ADVICE.items():
+        text = os.strerror(number)
+        if text in message:
+            where = message.split(";")[0].strip() if ";" in message else "a file"
+            return f"cannot write {where}: {text}; {advice}"
+    return None
+
+
 class UsageError(Exception):
     """A problem with how a program was called; printed without a traceback."""
 
@@ -133,6 +152,12 @@ def run(main, extra_user_errors=(), builtins=None):
                 raise
             print(f"error: cannot write {error.filename or 'a file'}: {error.strerror}; "
                   f"{_STORAGE_ADVICE[error.errno]}", file=sys.stderr)
+            sys.exit(1)
+        except Exception as error:  # noqa: BLE001 (TensorFlow's own errors, matched by their text)
+            line = tensorflow_storage_error(error)
+            if line is None:
+                raise
+            print(f"error: {line}", file=sys.stderr)
             sys.exit(1)
         finally:
             # Run and data directories are the program's until it ends (tests run several in one
