@@ -24,7 +24,7 @@ import pytest
 from bad_input_harness import (PROBLEM, REPO, Case, Workspace, check_case, decode_input,
                                output_lines, run_program, shared, train_with)
 from test_bad_input_runs import (copy_data, copy_run, digest, evaluate_files,
-                                 recorded_but_untrained, tiny_with)
+                                 recorded_but_untrained, remember, tiny_with, unchanged)
 
 from syntax_t2t import directory_lock, io_utils
 from syntax_t2t.cli import evaluate
@@ -248,7 +248,25 @@ def evaluate_on_a_disk_that(code, message):
     return run
 
 
+def datagen_overwrite_on_a_full_disk(ws, capsys):
+    # TensorFlow's TFRecord writer, pointed at /dev/full: its real ResourceExhaustedError.
+    from syntax_t2t.datagen import writer
+    data = copy_data(ws)
+    remember(ws, "data", ws.tmp / "data")
+    real = writer.tf.io.TFRecordWriter
+    with mock.patch.object(writer.tf.io, "TFRecordWriter", lambda path: real("/dev/full")):
+        return run_program("datagen", capsys, problem=PROBLEM, data_dir=data, overwrite=True,
+                           problem_options="train_size=150,dev_size=20,test_size=5,max_length=8")
+
+
 DISK_CASES = [
+    Case("disks: bin/datagen --overwrite on a full disk keeps the old data",
+         datagen_overwrite_on_a_full_disk,
+         r"cannot write /dev/full: No space left on device; the disk is full: free some space, or "
+         r"write elsewhere",
+         check=lambda ws: (unchanged("data")(ws), [
+             pytest.fail(f"staging left: {name}") for name in os.listdir(ws.tmp)
+             if name.endswith(".overwrite")])),
     Case("disks: bin/evaluate --json_output on a full disk",
          evaluate_on_a_disk_that(errno.ENOSPC, "No space left on device"),
          r"cannot write .*/scores\.json: No space left on device; the disk is full: free some "
