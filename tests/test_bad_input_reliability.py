@@ -259,7 +259,32 @@ def datagen_overwrite_on_a_full_disk(ws, capsys):
                            problem_options="train_size=150,dev_size=20,test_size=5,max_length=8")
 
 
+def decode_on_a_full_disk(ws, capsys):
+    def failing_write(path, text, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+    with mock.patch.object(io_utils, "atomic_write_text", failing_write):
+        return decode_input("a b\n")(ws, capsys)
+
+
+def train_checkpoint_on_a_full_disk(ws, capsys):
+    from syntax_t2t.checkpointing import directory_format
+
+    def failing_savez(stream, **arrays):
+        raise OSError(errno.ENOSPC, "No space left on device", stream.name)
+    with mock.patch.object(directory_format.np, "savez", failing_savez):
+        return train_with(train_steps=1)(ws, capsys)
+
+
 DISK_CASES = [
+    Case("disks: bin/decode --decode_to_file on a full disk", decode_on_a_full_disk,
+         r"cannot write .*/output\.txt: No space left on device; the disk is full: free some "
+         r"space, or write elsewhere"),
+    Case("disks: bin/train's checkpoint on a full disk leaves no partial checkpoint",
+         train_checkpoint_on_a_full_disk,
+         r"cannot write .*/run/\.ckpt-1.*/arrays\.npz: No space left on device; the disk is full: "
+         r"free some space, or write elsewhere",
+         check=lambda ws: [pytest.fail(f"left: {name}") for name in os.listdir(ws.tmp / "run")
+                           if name.startswith((".ckpt", "ckpt"))]),
     Case("disks: bin/datagen --overwrite on a full disk keeps the old data",
          datagen_overwrite_on_a_full_disk,
          r"cannot write /dev/full: No space left on device; the disk is full: free some space, or "
