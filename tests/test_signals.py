@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -188,3 +189,25 @@ def test_bin_train_saves_and_exits_on_sigterm_then_sigint(tmp_path):
         assert match.group(2) == str(run_dir / f"ckpt-{stopped_at}")
         assert checkpoints.latest_checkpoint(str(run_dir)) == match.group(2)
         assert re.search(r"training input: read \d+ examples", text)
+
+
+def test_a_run_stopped_by_a_signal_and_resumed_trains_on_the_uninterrupted_stream(tmp_path):
+    # The signal's checkpoint holds the input position after the last batch trained, not one
+    # past it (the batch read ahead for the next step): resumed, the run ends where one never
+    # stopped does.
+    def final_weights(output_dir, signals_at):
+        keras.utils.set_random_seed(5)
+        trainer = make_trainer(output_dir, signals_at)
+        try:
+            trainer.train(batches(), train_steps=15)
+        except TrainingInterrupted:
+            keras.utils.set_random_seed(6)  # the resumed run must not depend on the seed it gets
+            trainer = make_trainer(output_dir)
+            trainer.train(batches(), train_steps=15)
+        return [w.numpy() for w in trainer.model.weights]
+
+    uninterrupted = final_weights(tmp_path / "a", {})
+    resumed = final_weights(tmp_path / "b", {13: signal.SIGTERM})
+    assert len(uninterrupted) == len(resumed)
+    for a, b in zip(uninterrupted, resumed):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

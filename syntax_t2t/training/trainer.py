@@ -482,9 +482,13 @@ class Trainer:
                 while step < train_steps:
                     if stop.received is not None:
                         self._stop_on_signal(stop.received, step, saved_step)
-                    for batch in accumulation.batches_of_one_update(batch, iterator,
-                                                                    self._update_freq):
-                        self._train_step(batch)
+                    # Read only now: a signal's checkpoint then holds the position
+                    # after the last batch trained on, not one past it.
+                    batch = next(iterator) if batch is None else batch
+                    for part in accumulation.batches_of_one_update(batch, iterator,
+                                                                   self._update_freq):
+                        self._train_step(part)
+                    batch = None
                     step += 1
                     last = step == train_steps
                     if schedule.due(step):
@@ -516,8 +520,6 @@ class Trainer:
                             self.checkpoint.save()
                         break
                     interval_start += time.perf_counter() - pause_start
-                    if not last:
-                        batch = next(iterator)
         finally:
             reporter.close()
         if nonfinite_count:
