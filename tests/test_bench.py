@@ -275,13 +275,18 @@ def test_the_table_names_the_backend():
 JAX_PYTHON = os.environ.get("SYNTAX_T2T_JAX_PYTHON", str(REPO / ".venv-jax" / "bin" / "python"))
 
 
-@pytest.mark.slow
-def test_the_training_part_runs_under_jax_without_tensorflow_on_a_saved_batch(tmp_path):
+def need_jax_python():
+    """Skips without the JAX environment; fails in CI, which installs it."""
     if not os.path.exists(JAX_PYTHON):
         message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.mark.slow
+def test_the_training_part_runs_under_jax_without_tensorflow_on_a_saved_batch(tmp_path):
+    need_jax_python()
     common = ["--quick", "--hparams_set=transformer_tiny", "--models=transformer",
               "--repetitions=1"]
     batch = tmp_path / "batch.npz"
@@ -320,11 +325,7 @@ def test_the_training_part_runs_under_jax_without_tensorflow_on_a_saved_batch(tm
 
 @pytest.mark.slow
 def test_backends_side_by_side_runs_jax_in_a_subprocess_on_the_same_batches(tmp_path):
-    if not os.path.exists(JAX_PYTHON):
-        message = f"no JAX environment at {JAX_PYTHON} (`make install-jax` creates it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    need_jax_python()
     output_dir = tmp_path / "bench"
     completed = subprocess.run(
         [sys.executable, str(REPO / "bin" / "bench"), "--quick", "--hparams_set=transformer_tiny",
