@@ -4,6 +4,7 @@ The comparisons are driven from the TensorFlow environment; the JAX side runs
 in `.venv-jax` (`make install-jax`), where TensorFlow is not installed.
 """
 
+import argparse
 import os
 import subprocess
 
@@ -23,6 +24,18 @@ def require_jax_environment():
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def jax_side_arguments(doc, argv=None, extra=()):
+    """The arguments of a JAX side script (`--dir`, and `--name` for each of `extra`), refused off JAX."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--dir", required=True)
+    for name in extra:
+        parser.add_argument(f"--{name}", required=True)
+    args = parser.parse_args(argv)
+    if keras.backend.backend() != "jax":
+        parser.error(f"run under KERAS_BACKEND=jax, not {keras.backend.backend()}")
+    return args
 
 
 def run_side(python, backend, script, *args, timeout=1200):

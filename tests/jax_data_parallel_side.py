@@ -15,7 +15,6 @@ Writes `D/result.json`: the largest |difference| of each pair's weights,
 how far training moved them, and whether the batch really was split.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -25,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from backend_sides import jax_side_arguments  # noqa: E402
 from syntax_t2t import criteria, registry  # noqa: E402,F401  (criteria: registers the built-ins)
 from syntax_t2t.backend import jax_distribution  # noqa: E402
 from syntax_t2t.cli import registration  # noqa: E402
@@ -79,11 +79,7 @@ def largest_difference(a, b):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", required=True)
-    args = parser.parse_args(argv)
-    if keras.backend.backend() != "jax":
-        parser.error(f"run under KERAS_BACKEND=jax, not {keras.backend.backend()}")
+    args = jax_side_arguments(__doc__, argv)
     registration.import_all()
     keras.utils.set_random_seed(1)
     two = jax_distribution.make_distribution("mirrored", num_devices=2)

@@ -14,7 +14,6 @@ after) and `loss_scale` (the final dynamic scale; 1 without loss scaling).
 Cases with the same model, hparams and policy share one built model.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import syntax_t2t.hparams_sets  # noqa: E402,F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: E402,F401  (registers the models)
+from backend_sides import jax_side_arguments  # noqa: E402
 from syntax_t2t import criteria, registry  # noqa: E402
 from syntax_t2t.backend.jax_train_step import JaxTrainStep  # noqa: E402
 from syntax_t2t.training import optimizers, precision  # noqa: E402
@@ -93,12 +93,7 @@ def run_case(directory, built):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--cases", required=True)
-    args = parser.parse_args(argv)
-    if keras.backend.backend() != "jax":
-        parser.error(f"run under KERAS_BACKEND=jax, not {keras.backend.backend()}")
+    args = jax_side_arguments(__doc__, argv, extra=("cases",))
     built = {}
     for case in args.cases.split(","):
         run_case(os.path.join(args.dir, case), built)

@@ -11,12 +11,10 @@ order. The run goes to `D/jax_run` (checkpoints in the shared format,
 TensorBoard event files written without TensorFlow, one scalar set per step).
 """
 
-import argparse
 import json
 import os
 import sys
 
-import keras
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,16 +22,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import syntax_t2t.hparams_sets  # noqa: E402,F401  (registers the hparams sets)
 import syntax_t2t.models  # noqa: E402,F401  (registers the models)
 from jax_train_step_side import load_batches  # noqa: E402
+from backend_sides import jax_side_arguments  # noqa: E402
 from syntax_t2t import criteria, registry  # noqa: E402,F401  (criteria: registers the built-ins)
 from syntax_t2t.training.jax_trainer import JaxTrainer  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", required=True)
-    args = parser.parse_args(argv)
-    if keras.backend.backend() != "jax":
-        parser.error(f"run under KERAS_BACKEND=jax, not {keras.backend.backend()}")
+    args = jax_side_arguments(__doc__, argv)
     with open(os.path.join(args.dir, "config.json"), encoding="utf-8") as stream:
         config = json.load(stream)
     hparams = registry.hparams(config["hparams_set"]).parse(config["hparams"])
