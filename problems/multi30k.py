@@ -104,6 +104,17 @@ class Multi30kSyntax(Problem):
             return found
         return maybe_download(directory, name + ".gz", self.url_template.format(filename=name + ".gz"))
 
+    def check_raw_files(self, tmp_dir: str) -> None:
+        """Finds (or downloads) every split's files in both languages, then loads the parser.
+
+        Datagen parses the training split first: without this, a dev file that
+        cannot be had, or a parser that does not load, would show only after it.
+        """
+        for split in SPLIT_FILES:
+            for language in (self.source_language, self.target_language):
+                self.raw_path(tmp_dir, split, language)
+        self.source_parser()
+
     def parse_cache_dir(self, tmp_dir: str) -> str:
         """Where the source parses are cached."""
         return os.path.join(tmp_dir, self.data_subdir, "parses")

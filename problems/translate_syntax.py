@@ -169,18 +169,20 @@ class TranslateSyntax(Problem):
             return os.path.join(self.datagen_data_dir, "parses")
         return os.path.join(tmp_dir, "translate_syntax_parses")
 
-    def check_files(self, tmp_dir: str) -> None:
-        """Raises `RawDataError` for a missing file of any split, before the long parsing starts."""
+    def check_raw_files(self, tmp_dir: str) -> None:
+        """Raises `RawDataError` for a missing file of any split and loads the parser: before parsing."""
         self._require_languages()
         for split in SPLIT_NAMES:
             for side in ("source", "target"):
                 self.file_path(tmp_dir, split, side)
+        if self.source_format != "conllu":
+            self.source_parser()  # a parser that does not load fails now too
 
     def generate_samples(self, tmp_dir, split, skip) -> Iterator[tuple[DependencyTree, list[str]]]:
         self._require_languages()
         if split == TRAIN:
             # Datagen parses the training split first: a missing dev file would show only after it.
-            self.check_files(tmp_dir)
+            self.check_raw_files(tmp_dir)
         source_path = self.file_path(tmp_dir, split, "source")
         target_path = self.file_path(tmp_dir, split, "target")
         if self.source_format == "conllu":

@@ -544,6 +544,14 @@ class Problem:
             num_workers=num_workers, task=task or datagen_writer.DatagenTask(),
             only_vocab=only_vocab, shard_pass=shard_pass)
 
+    def check_raw_files(self, tmp_dir: str) -> None:
+        """Raises for raw input datagen would miss later, before its long work starts.
+
+        Datagen calls it before it counts (and parses) the training split, so
+        that a missing dev file is not found after an hour of parsing. The
+        default checks nothing: `generate_samples` finds each file itself.
+        """
+
     def generate_records(self, tmp_dir: str, split: str,
                          skip: Optional[SkipCounter]) -> Iterator:
         """Cheap, picklable descriptions of the split's samples, in order.

@@ -180,3 +180,18 @@ def test_datagen_on_real_multi30k_with_the_trained_parser(tmp_path, monkeypatch)
     assert record_again["counts"] == record["counts"]
     assert json.loads((tmp_path / "data" / "multi30k_syntax_cs_en.datagen.json").read_text())[
         "vocab_sizes"] == record["vocab_sizes"]
+
+
+def test_datagen_finds_every_split_and_the_parser_before_it_parses(tmp_path, untrained, monkeypatch):
+    """#34 item 7: a dev file that cannot be downloaded stops datagen before the training split is parsed."""
+    for split in (TRAIN, TEST):
+        _raw_data(tmp_path / "raw", ["Pes běží."], ["A dog runs."], split=split)
+    _write(tmp_path / "raw" / "multi30k", "val.cs", ["Pes."])  # val.en is neither here nor remote
+    problem = Multi30kSyntaxCsEn(parser=f"spacy:{untrained}",
+                                 url_template=f"file://{tmp_path / 'nowhere'}/{{filename}}")
+    loaded = []
+    monkeypatch.setattr(Multi30kSyntaxCsEn, "source_parser",
+                        lambda self: loaded.append(True) or pytest.fail("parser loaded first"))
+    with pytest.raises(DownloadError, match=r"multi30k/val.en.gz"):
+        problem.generate_data(str(tmp_path / "data"), str(tmp_path / "raw"))
+    assert not (tmp_path / "raw" / "multi30k" / "parses").exists() and not loaded

@@ -271,6 +271,7 @@ def _vocabulary_pass(problem, data_dir, tmp_dir, requested, overwrite, skip, num
             os.path.isfile(os.path.join(data_dir, name)) for name in record["vocabularies"].values()):
         logging.info("%s: vocabularies already in %s; kept them", problem.name, data_dir)
         return dict(record, kept_existing=True)
+    problem.check_raw_files(tmp_dir)
     logging.info("%s: counting the training split for the vocabularies", problem.name)
     # The shard pass meets the same bad examples again and reports them;
     # this pass only has to skip them.
