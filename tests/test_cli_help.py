@@ -19,8 +19,13 @@ TOOLS = ("analyze", "average_checkpoints", "bench", "convert_checkpoints", "data
 
 
 def own_flags(tool):
-    """The flags a tool's module defines, read from its source (not from absl)."""
-    source = (REPO / "syntax_t2t" / "cli" / f"{tool}.py").read_text()
+    """The flags a tool's modules define, read from their source (not from absl).
+
+    A tool whose `--help` must not wait for Keras defines its flags in
+    `<tool>_flags.py` (bin/train, bin/decode).
+    """
+    sources = [REPO / "syntax_t2t" / "cli" / f"{tool}{suffix}.py" for suffix in ("", "_flags")]
+    source = "".join(path.read_text() for path in sources if path.is_file())
     return set(re.findall(r'DEFINE_\w+\(\s*"(\w+)"', source))
 
 

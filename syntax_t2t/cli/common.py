@@ -6,6 +6,7 @@ Each program defines only its own flags; the ones every T2T-style tool has
 """
 
 import errno
+import importlib
 import os
 import signal
 import sys
@@ -132,9 +133,34 @@ def run(main, extra_user_errors=(), builtins=None):
             None registers them all.
     """
     adopt_program_flags(sys.modules[main.__module__])
-    user_errors = USER_ERRORS + tuple(extra_user_errors)
+    _run_parsed(lambda: (main, tuple(extra_user_errors)), builtins)
+
+
+def run_deferred(flags_module: str, program: str, builtins=None) -> None:
+    """`run` of a program whose flags are defined in a light module of their own.
+
+    absl answers `--help`, `--helpfull`, an unknown flag or a malformed value
+    once `flags_module` is imported; `program`, which imports Keras and
+    TensorFlow, is imported only after the command line parsed. Its
+    `entry_point()` gives `run`'s `main` and `extra_user_errors`.
+
+    Args:
+        flags_module: the name of the imported module defining the program's
+            flags (e.g. `syntax_t2t.cli.train_flags`).
+        program: the name of the program's module (e.g. `syntax_t2t.cli.train`).
+        builtins: as in `run`.
+    """
+    adopt_program_flags(sys.modules[flags_module])
+    _run_parsed(lambda: importlib.import_module(program).entry_point(), builtins)
+
+
+def _run_parsed(load_main, builtins):
+    """`absl.app.run` of the `main` that `load_main()` gives (with its user errors) after parsing."""
 
     def guarded(argv):
+        # Outside the guard: a program that fails to import is a bug, with its traceback.
+        main, extra_user_errors = load_main()
+        user_errors = USER_ERRORS + tuple(extra_user_errors)
         previous = _exit_cleanly_on_sigterm()
         try:
             aliases.apply()

@@ -6,13 +6,14 @@ otherwise float16 with loss scaling) and XLA compilation; on a CPU, plain
 float32 without XLA, since neither gains anything there.
 
 TensorFlow is imported only where `auto` asks it for the GPUs, so that the
-JAX step can scope the same dtype policies.
+JAX step can scope the same dtype policies. Keras is imported where it is
+used: the flag definitions that take their choices from here
+(`cli/train_flags.py`, `cli/decode_flags.py`) answer `--help` without
+loading Keras and its backend.
 """
 
 import contextlib
 from typing import Any, Iterator, Optional, Sequence
-
-import keras
 
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 XLA_CHOICES = ("auto", "true", "false")
@@ -22,6 +23,8 @@ _BFLOAT16_COMPUTE_CAPABILITY = (8, 0)
 
 
 def _gpu_compute_capabilities():
+    import keras
+
     if keras.backend.backend() == "jax":
         return _jax_gpu_compute_capabilities()
     import tensorflow as tf
@@ -93,6 +96,8 @@ def resolve_xla(choice: str, has_gpu: Optional[bool] = None) -> bool:
     if choice != "auto":
         return choice == "true"
     if has_gpu is None:
+        import keras
+
         if keras.backend.backend() == "jax":
             # JAX compiles everything with XLA: there is nothing to turn off.
             return True
@@ -115,6 +120,8 @@ def dtype_policy(policy_name: str) -> Iterator[None]:
     inside this block is enough; code that runs later in the same process
     (tests, decoding) keeps its own policy.
     """
+    import keras
+
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy_name)
     try:
