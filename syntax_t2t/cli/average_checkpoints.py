@@ -19,7 +19,7 @@ import os
 from absl import flags
 
 from syntax_t2t import directory_lock
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, average_checkpoints_flags
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
 from syntax_t2t.training import checkpoint_averaging, run_directory
@@ -27,14 +27,9 @@ from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_integer("num_last_checkpoints", 8, "How many of the run's newest checkpoints to average.",
-                     lower_bound=1)
-flags.DEFINE_string("averaged_dir", None,
-                    "Where the averaged checkpoint goes; default <output_dir>/averaged.")
-
-# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
-for _name in ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir"):
-    flags.declare_key_flag(_name)
+# Defined apart, so that bin/average_checkpoints answers --help and flag errors before Keras loads;
+# this module's --help (common.run) lists them as its own.
+flags.adopt_module_key_flags(average_checkpoints_flags)
 
 
 def main(argv):
@@ -57,6 +52,17 @@ def main(argv):
     print(f"averaged {len(prefixes)} checkpoints ({names}) into {path}")
 
 
+def entry_point():
+    """The program's `main` and the errors it reports as one line (`common.run`'s arguments)."""
+    return main, (InputError, CheckpointError, run_directory.RunDirectoryError)
+
+
 def run():
-    """Entry point of `bin/average_checkpoints`."""
-    common.run(main, extra_user_errors=(InputError, CheckpointError, run_directory.RunDirectoryError))
+    """Runs the program on `sys.argv` in a process that has imported this module already.
+
+    `bin/average_checkpoints` and `syntax-t2t-average-checkpoints` start at
+    `average_checkpoints_flags.run`, which parses the command line before
+    this module is imported.
+    """
+    main_function, user_errors = entry_point()
+    common.run(main_function, extra_user_errors=user_errors)

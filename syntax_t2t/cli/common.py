@@ -155,7 +155,7 @@ def run_deferred(flags_module: str, program: str, builtins=None) -> None:
 
 
 def _run_parsed(load_main, builtins):
-    """`absl.app.run` of the `main` that `load_main()` gives (with its user errors) after parsing."""
+    """`absl.app.run` of the `main` that `load_main()` gives, with its user errors, once parsed."""
 
     def guarded(argv):
         # Outside the guard: a program that fails to import is a bug, with its traceback.

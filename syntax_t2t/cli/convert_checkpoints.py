@@ -22,7 +22,7 @@ import os
 
 from absl import flags
 
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, convert_checkpoints_flags
 from syntax_t2t.checkpointing import discovery
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
@@ -31,12 +31,9 @@ from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_boolean("include_model_dirs", True,
-                     "Also convert the run's best/ and averaged/ directories, where they exist.")
-
-# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
-for _name in ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir"):
-    flags.declare_key_flag(_name)
+# Defined apart, so that bin/convert_checkpoints answers --help and flag errors before Keras loads;
+# this module's --help (common.run) lists them as its own.
+flags.adopt_module_key_flags(convert_checkpoints_flags)
 
 MODEL_DIRS = ("best", "averaged")
 
@@ -73,7 +70,17 @@ def main(argv):
     print(f"converted {converted} checkpoint(s); the TensorFlow files are left in place")
 
 
+def entry_point():
+    """The program's `main` and the errors it reports as one line (`common.run`'s arguments)."""
+    return main, (InputError, CheckpointError, run_directory.RunDirectoryError)
+
+
 def run():
-    """Entry point of `bin/convert_checkpoints`."""
-    common.run(main, extra_user_errors=(InputError, CheckpointError,
-                                        run_directory.RunDirectoryError))
+    """Runs the program on `sys.argv` in a process that has imported this module already.
+
+    `bin/convert_checkpoints` and `syntax-t2t-convert-checkpoints` start at
+    `convert_checkpoints_flags.run`, which parses the command line before
+    this module is imported.
+    """
+    main_function, user_errors = entry_point()
+    common.run(main_function, extra_user_errors=user_errors)

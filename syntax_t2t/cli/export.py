@@ -46,7 +46,7 @@ import tempfile
 from absl import flags
 
 from syntax_t2t import directory_lock
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, export_flags
 from syntax_t2t.decoding.decode_hparams import decode_hparams
 from syntax_t2t.decoding.model_loading import load_trained_model
 from syntax_t2t.errors import InputError
@@ -55,22 +55,9 @@ from syntax_t2t.training import run_directory
 from syntax_t2t.training.checkpoints import CheckpointError
 
 FLAGS = flags.FLAGS
-FORMATS = ("saved_model", "ctranslate2")
-
-flags.DEFINE_enum("format", None, FORMATS, "What to export to.")
-flags.DEFINE_string("export_dir", None,
-                    "Where the export goes (must not exist); default <output_dir>/export/<format>.")
-if "checkpoint_path" not in FLAGS:
-    flags.DEFINE_string("checkpoint_path", None,
-                        "Checkpoint prefix to restore; default: the newest checkpoint of "
-                        "--output_dir.")
-if "decode_hparams" not in FLAGS:
-    # bin/decode defines the same flag; tests and tools may import both programs.
-    flags.DEFINE_string("decode_hparams", "",
-                        "Decoding settings built into a SavedModel (beam_size, alpha, "
-                        "extra_length), as bin/decode's.")
-flags.DEFINE_enum("quantization", None, ["int8", "int8_float32", "int16", "float16"],
-                  "CTranslate2 weight quantization (default: float32 weights).")
+# Defined apart, so that bin/export answers --help and flag errors before Keras loads;
+# this module's --help (common.run) lists them as its own.
+flags.adopt_module_key_flags(export_flags)
 
 
 def _export_dir():
@@ -143,7 +130,16 @@ def main(argv):
               f"({FLAGS.quantization or 'float32'}) to {export_dir}")
 
 
+def entry_point():
+    """The program's `main` and the errors it reports as one line (`common.run`'s arguments)."""
+    return main, (InputError, CheckpointError, run_directory.RunDirectoryError)
+
+
 def run():
-    """Entry point of `bin/export` and `syntax-t2t-export`."""
-    common.run(main, extra_user_errors=(InputError, CheckpointError,
-                                        run_directory.RunDirectoryError))
+    """Runs the program on `sys.argv` in a process that has imported this module already.
+
+    `bin/export` and `syntax-t2t-export` start at `export_flags.run`, which
+    parses the command line before this module is imported.
+    """
+    main_function, user_errors = entry_point()
+    common.run(main_function, extra_user_errors=user_errors)

@@ -1,0 +1,27 @@
+"""`bin/average_checkpoints`'s flags, and its entry point.
+
+The program (`cli/average_checkpoints.py`) imports Keras and TensorFlow;
+defined here, the flags answer `--help`, an unknown flag or a malformed
+value at once, and the program is imported only for a command line that
+parsed (`common.run_deferred`).
+"""
+
+from absl import flags
+
+from syntax_t2t.cli import common
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_integer("num_last_checkpoints", 8, "How many of the run's newest checkpoints to average.",
+                     lower_bound=1)
+flags.DEFINE_string("averaged_dir", None,
+                    "Where the averaged checkpoint goes; default <output_dir>/averaged.")
+
+# Shared flags this program reads: its --help lists them (common.adopt_program_flags).
+for _name in ("problem", "model", "hparams_set", "hparams", "data_dir", "output_dir"):
+    flags.declare_key_flag(_name)
+
+
+def run() -> None:
+    """Entry point of `bin/average_checkpoints` and `syntax-t2t-average-checkpoints`."""
+    common.run_deferred(__name__, "syntax_t2t.cli.average_checkpoints")
