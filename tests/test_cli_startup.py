@@ -1,12 +1,12 @@
 """`--help` and flag errors of the tools load no Keras, TensorFlow or JAX (#34 item 8).
 
 Importing TensorFlow, Keras or JAX takes 8-16 s on a loaded CPU; a user
-asking bin/train, bin/decode, bin/datagen (or bin/average_checkpoints,
-bin/convert_checkpoints, bin/export) for help or mistyping a flag gets the
-answer from absl before any of them is imported. Each case runs the
-executable in a fresh interpreter, the way `bin/<tool>` runs (runpy,
-`__main__`), and reports its exit status and which of those libraries it
-imported.
+asking bin/train, bin/decode or bin/datagen (or bin/average_checkpoints,
+bin/convert_checkpoints, bin/export, bin/analyze, bin/grid) for help or
+mistyping a flag gets the answer from absl before any of them is imported.
+Each case runs the executable in a fresh interpreter, the way `bin/<tool>`
+runs (runpy, `__main__`), and reports its exit status and which of those
+libraries it imported.
 """
 
 import json
@@ -50,6 +50,10 @@ TOOLS = {
                                                          "usr_dir"}),
     "export": ("--format=abc", {"format", "export_dir", "quantization", "checkpoint_path",
                                 "usr_dir"}),
+    "analyze": ("--num_sentences=abc", {"output_dir", "analysis_dir", "analyze_from_file",
+                                        "num_sentences", "ngram_systems", "usr_dir"}),
+    "grid": ("--num_tasks=abc", {"experiment", "output_dir", "systems", "seeds", "time_budget",
+                                 "report_only", "usr_dir"}),
 }
 
 

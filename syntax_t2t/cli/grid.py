@@ -50,42 +50,16 @@ import sys
 from absl import flags, logging
 
 from syntax_t2t import problem_options, registry
-from syntax_t2t.cli import common
+from syntax_t2t.cli import common, grid_flags
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.evaluation import seed_significance
 from syntax_t2t.grid import (archive, backend_record, budget, continuation, report, runner,
                              schedule, seal)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("experiment", None, "Registered experiment (see --registry_help).")
-flags.DEFINE_string("tmp_dir", None, "Value of {tmp_dir} in the experiment's file names "
-                    "(where bin/datagen found the raw data).")
-flags.DEFINE_string("treebank_dir", None, "Value of {treebank_dir} in the experiment's file "
-                    "names: a directory of gold treebanks (e.g. UD PUD) for the parse tests.")
-flags.DEFINE_list("systems", [], "Only these systems (default: all).")
-flags.DEFINE_list("seeds", [], "Only these seeds (default: each system's).")
-flags.DEFINE_integer("num_tasks", 1, "Split the runs over this many tasks.", lower_bound=1)
-flags.DEFINE_integer("task_id", 0, "This task's number, 0 .. num_tasks - 1.", lower_bound=0)
-flags.DEFINE_string("continue_from", None,
-                    "A grid directory whose runs of the same systems and seeds this one "
-                    "continues under a larger budget (more steps, no or longer early "
-                    "stopping), copying their training instead of redoing it.")
-flags.DEFINE_string("archive_dir", None,
-                    "Keep the record of each finished run here, without its checkpoints (commit "
-                    "it), and restore the records of runs --output_dir lacks, so that a grid "
-                    "begun on another machine is reported whole and only its unfinished runs "
-                    "train (syntax_t2t/grid/archive.py).")
-flags.DEFINE_string("time_budget", None,
-                    "Wall-clock budget of this invocation, e.g. 90s, 8m, 1.5h: start no run "
-                    "whose measured duration (the longest of the finished runs of its system in "
-                    "this grid, stage by stage) does not fit in what is left; a run not yet "
-                    "measured is started; at the end the running program gets SIGINT and "
-                    "saves; finished runs are archived, and the grid exits 0 naming what is "
-                    "left and the command that continues.")
-flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
-flags.DEFINE_integer("bootstrap_samples", seed_significance.DEFAULT_SAMPLES,
-                     "Resamples of the significance tests.", lower_bound=1)
+# Defined apart, so that bin/grid answers --help and flag errors before Keras loads;
+# this module's --help (common.run) lists them as its own.
+flags.adopt_module_key_flags(grid_flags)
 
 
 def _command():
@@ -243,6 +217,16 @@ def _write_report(grid_runner, everything):
         grid_runner.budget = held
 
 
+def entry_point():
+    """The program's `main` and the errors it reports as one line (`common.run`'s arguments)."""
+    return main, (experiment_lib.ExperimentError, runner.GridError)
+
+
 def run():
-    """Entry point of `bin/grid` and `syntax-t2t-grid`."""
-    common.run(main, extra_user_errors=(experiment_lib.ExperimentError, runner.GridError))
+    """Runs the program on `sys.argv` in a process that has imported this module already.
+
+    `bin/grid` and `syntax-t2t-grid` start at `grid_flags.run`, which parses
+    the command line before this module is imported.
+    """
+    main_function, user_errors = entry_point()
+    common.run(main_function, extra_user_errors=user_errors)
