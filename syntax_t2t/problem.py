@@ -610,7 +610,7 @@ class Problem:
     def dataset(self, mode: str, data_dir: str, hparams,
                 counters: Optional["PipelineCounters"] = None,
                 shuffle_buffer_size: int = batching.DEFAULT_SHUFFLE_BUFFER_SIZE,
-                seed: Optional[int] = None):
+                seed: Optional[int] = None, deterministic: bool = False):
         """Batches for `mode` (`train`, `eval` = dev split, `test`); see `pipeline.make_dataset`."""
         if mode not in batching.SPLIT_OF_MODE:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(batching.MODES)}")
@@ -619,4 +619,5 @@ class Problem:
         return pipeline.make_dataset(
             self.filepaths(data_dir, batching.SPLIT_OF_MODE[mode]), self.data_feature_keys(data_dir),
             mode, hparams,
-            counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed)
+            counters=counters, shuffle_buffer_size=shuffle_buffer_size, seed=seed,
+            deterministic=deterministic)

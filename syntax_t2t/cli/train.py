@@ -310,7 +310,7 @@ def _datasets(problem, hparams, model, row_multiple=1):
 
         counters = pipeline.PipelineCounters()
         train = problem.dataset("train", FLAGS.data_dir, hparams, counters=counters,
-                                seed=FLAGS.random_seed)
+                                seed=FLAGS.random_seed, deterministic=FLAGS.deterministic)
         return train, problem.dataset("eval", FLAGS.data_dir, hparams), counters
     from syntax_t2t.data import numpy_pipeline
 

@@ -106,7 +106,7 @@ def example_length(example: dict) -> tf.Tensor:
 def make_dataset(filenames: Sequence[str], feature_keys: Sequence[str], mode: str, hparams,
                  counters: Optional[PipelineCounters] = None,
                  shuffle_buffer_size: int = DEFAULT_SHUFFLE_BUFFER_SIZE,
-                 seed: Optional[int] = None) -> tf.data.Dataset:
+                 seed: Optional[int] = None, deterministic: bool = False) -> tf.data.Dataset:
     """Batches of padded int32 features read from TFRecord shards.
 
     Args:
@@ -119,6 +119,12 @@ def make_dataset(filenames: Sequence[str], feature_keys: Sequence[str], mode: st
         counters: optional `PipelineCounters` that this pipeline updates.
         shuffle_buffer_size: examples held for shuffling in training.
         seed: seeds the training shuffles; None draws a fresh order.
+        deterministic: training batches in an order that depends on the
+            seeds alone (`seed` and TensorFlow's global seed, which
+            `bin/train --random_seed` sets). Otherwise parallel reads and
+            parses hand on whichever example is ready first, which under load
+            reorders the shuffle buffer's input (faster). TensorFlow's op
+            determinism (`bin/train --deterministic`) forces this too.
 
     Returns:
         A dataset of dicts of int32 tensors of shape [batch, boundary].
@@ -141,11 +147,13 @@ def make_dataset(filenames: Sequence[str], feature_keys: Sequence[str], mode: st
     if training:
         files = files.shuffle(len(filenames), seed=seed, reshuffle_each_iteration=True).repeat()
         dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=min(len(filenames), 4),
-                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+                                   num_parallel_calls=tf.data.AUTOTUNE,
+                                   deterministic=deterministic)
     else:
         dataset = tf.data.TFRecordDataset(files)
     dataset = dataset.map(lambda record: parse_example(record, feature_keys),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
+                          num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=deterministic or not training)
     if counters is not None:
         dataset = dataset.map(_counting(counters.examples_read))
     if training:
