@@ -69,12 +69,9 @@ test: install install-jax
 test-jax: install-jax
 	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=25 -m "backends and not slow" tests
 
-# One worker takes a whole file (`--dist loadfile`): the slow modules' shared fixtures (a model
-# trained or decoded on both backends, minutes each) then run once instead of once per worker.
-# (xdist_group marks would be finer, but pytest 9 ignores the node ids xdist 3.8 renames.)
 test-slow: install install-jax
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider --durations=40 -m slow tests
-	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider --durations=10 -m "backends and slow" tests
+	$(PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=40 -m slow tests
+	KERAS_BACKEND=jax $(JAX_PY) -m pytest -n $(TEST_WORKERS) -p no:cacheprovider --durations=10 -m "backends and slow" tests
 
 DEMO_PROBLEM := synthetic_syntax_reorder
 DEMO_DATA := $(DEMO)/data
