@@ -53,7 +53,8 @@ def _heads(path):
                 for sentence in conllu.parse_incr(handle)]
 
 
-@pytest.mark.parametrize("record", _records(), ids=lambda path: f"{path.parent.name}/{path.name}")
+@pytest.mark.parametrize("record", _records(),
+                         ids=lambda path: f"{path.parents[2].name}/{path.parent.name}/{path.name}")
 def test_recorded_scores_match_the_recorded_outputs(record):
     scores = json.loads((record / "scores.json").read_text())
     for test, recorded in scores["translation"].items():
