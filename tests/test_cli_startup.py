@@ -1,9 +1,10 @@
-"""`--help` and flag errors of the tools load no Keras, TensorFlow or JAX (#34 item 8).
+"""`--help` and flag errors of the tools load no Keras, TensorFlow, JAX or spaCy (#34 item 8).
 
-Importing TensorFlow, Keras or JAX takes 8-16 s on a loaded CPU; a user
-asking bin/train, bin/decode or bin/datagen (or bin/average_checkpoints,
-bin/convert_checkpoints, bin/export, bin/analyze, bin/grid) for help or
-mistyping a flag gets the answer from absl before any of them is imported.
+Importing TensorFlow, Keras or JAX takes 8-16 s on a loaded CPU, spaCy about
+5 s; a user asking bin/train, bin/decode or bin/datagen (or
+bin/average_checkpoints, bin/convert_checkpoints, bin/export, bin/analyze,
+bin/grid, bin/train_parser) for help or mistyping a flag gets the answer
+from absl before any of them is imported.
 Each case runs the executable in a fresh interpreter, the way `bin/<tool>`
 runs (runpy, `__main__`), and reports its exit status and which of those
 libraries it imported.
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("tensorflow", "keras", "jax")
+HEAVY = ("tensorflow", "keras", "jax", "spacy")
 
 # Runs bin/<tool> with the given arguments; the last line of stderr is the JSON report.
 DRIVER = """
@@ -54,6 +55,8 @@ TOOLS = {
                                         "num_sentences", "ngram_systems", "usr_dir"}),
     "grid": ("--num_tasks=abc", {"experiment", "output_dir", "systems", "seeds", "time_budget",
                                  "report_only", "usr_dir"}),
+    "train_parser": ("--max_steps=abc", {"lang", "train_files", "dev_files", "max_steps",
+                                         "output_dir", "random_seed"}),
 }
 
 

@@ -32,8 +32,7 @@ from absl import flags
 
 from syntax_t2t.cli import common
 from syntax_t2t.parsing.parser import ParserError
-from syntax_t2t.parsing.spacy_training import (ParserTrainingInterrupted, TrainingSettings,
-                                                train_spacy_parser)
+from syntax_t2t.parsing.spacy_training_settings import ParserTrainingInterrupted, TrainingSettings
 from syntax_t2t.training.stop_signals import StopSignals
 
 FLAGS = flags.FLAGS
@@ -87,6 +86,9 @@ def main(argv):
         sentences_per_doc=FLAGS.sentences_per_doc, max_train_sentences=FLAGS.max_train_sentences,
         seed=FLAGS.random_seed if FLAGS.random_seed is not None else _DEFAULTS.seed,
         dropout=FLAGS.training_dropout)
+    # Here, not at the top: --help and flag errors come back without spaCy's import.
+    from syntax_t2t.parsing.spacy_training import train_spacy_parser
+
     # spaCy's logger has its own handler; through absl's root handler each line came twice.
     logging.getLogger("spacy").propagate = False
     with StopSignals() as stop:
