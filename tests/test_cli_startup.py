@@ -3,7 +3,7 @@
 Importing TensorFlow, Keras or JAX takes 8-16 s on a loaded CPU, spaCy about
 5 s; a user asking bin/train, bin/decode or bin/datagen (or
 bin/average_checkpoints, bin/convert_checkpoints, bin/export, bin/analyze,
-bin/grid, bin/train_parser) for help or mistyping a flag gets the answer
+bin/grid, bin/train_parser, bin/bench) for help or mistyping a flag gets the answer
 from absl before any of them is imported.
 Each case runs the executable in a fresh interpreter, the way `bin/<tool>`
 runs (runpy, `__main__`), and reports its exit status and which of those
@@ -55,6 +55,8 @@ TOOLS = {
                                         "num_sentences", "ngram_systems", "usr_dir"}),
     "grid": ("--num_tasks=abc", {"experiment", "output_dir", "systems", "seeds", "time_budget",
                                  "report_only", "usr_dir"}),
+    "bench": ("--repetitions=abc", {"quick", "models", "only", "skip", "backends", "batch_file",
+                                    "hparams_set", "output_dir", "random_seed", "usr_dir"}),
     "train_parser": ("--max_steps=abc", {"lang", "train_files", "dev_files", "max_steps",
                                          "output_dir", "random_seed"}),
 }

@@ -148,7 +148,8 @@ def run_deferred(flags_module: str, program: str, builtins=None) -> None:
         flags_module: the name of the imported module defining the program's
             flags (e.g. `syntax_t2t.cli.train_flags`).
         program: the name of the program's module (e.g. `syntax_t2t.cli.train`).
-        builtins: as in `run`.
+        builtins: as in `run`, or a function that gives them once the program
+            is imported (when they depend on what it loaded, e.g. the backend).
     """
     adopt_program_flags(sys.modules[flags_module])
     _run_parsed(lambda: importlib.import_module(program).entry_point(), builtins)
@@ -164,7 +165,7 @@ def _run_parsed(load_main, builtins):
         previous = _exit_cleanly_on_sigterm()
         try:
             aliases.apply()
-            load_registry(builtins)
+            load_registry(builtins() if callable(builtins) else builtins)
             return main(argv)
         except problem_options.ProblemOptionsHelp as listing:
             print(listing)  # --problem_options=help
