@@ -6,8 +6,6 @@ program is imported only for a command line that parsed
 (`common.run_deferred`).
 """
 
-import importlib
-
 from absl import flags
 
 from syntax_t2t.benchmarks import backends as backends_lib
@@ -96,11 +94,6 @@ for _name in ("hparams_set", "hparams", "output_dir", "random_seed", "mixed_prec
     flags.declare_key_flag(_name)
 
 
-def _builtin_modules():
-    """The program's choice of built-in modules, which depends on the Keras backend it loaded."""
-    return importlib.import_module("syntax_t2t.cli.bench").builtin_modules()
-
-
 def run() -> None:
     """Entry point of `bin/bench` and `syntax-t2t-bench`."""
-    common.run_deferred(__name__, "syntax_t2t.cli.bench", builtins=_builtin_modules)
+    common.run_deferred(__name__, "syntax_t2t.cli.bench")

@@ -142,21 +142,30 @@ def run_deferred(flags_module: str, program: str, builtins=None) -> None:
     absl answers `--help`, `--helpfull`, an unknown flag or a malformed value
     once `flags_module` is imported; `program`, which imports Keras and
     TensorFlow, is imported only after the command line parsed. Its
-    `entry_point()` gives `run`'s `main` and `extra_user_errors`.
+    `entry_point()` gives `run`'s `main` and `extra_user_errors`; its
+    optional `builtin_modules()` the built-in modules to register, when they
+    depend on what the program loaded (e.g. the Keras backend).
 
     Args:
         flags_module: the name of the imported module defining the program's
             flags (e.g. `syntax_t2t.cli.train_flags`).
         program: the name of the program's module (e.g. `syntax_t2t.cli.train`).
-        builtins: as in `run`, or a function that gives them once the program
-            is imported (when they depend on what it loaded, e.g. the backend).
+        builtins: as in `run`, for a program without `builtin_modules()`.
     """
     adopt_program_flags(sys.modules[flags_module])
-    _run_parsed(lambda: importlib.import_module(program).entry_point(), builtins)
+
+    def program_builtins():
+        choose = getattr(sys.modules[program], "builtin_modules", None)
+        return builtins if choose is None else choose()
+
+    _run_parsed(lambda: importlib.import_module(program).entry_point(), program_builtins)
 
 
 def _run_parsed(load_main, builtins):
-    """`absl.app.run` of the `main` that `load_main()` gives, with its user errors, once parsed."""
+    """`absl.app.run` of the `main` that `load_main()` gives, with its user errors, once parsed.
+
+    `builtins`: as in `run`, or a function that gives them once `main` is loaded.
+    """
 
     def guarded(argv):
         # Outside the guard: a program that fails to import is a bug, with its traceback.
