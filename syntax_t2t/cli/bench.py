@@ -60,6 +60,9 @@ from syntax_t2t.data import batching
 from syntax_t2t.training import precision
 
 FLAGS = flags.FLAGS
+# Defined apart, so that bin/bench answers --help and flag errors before Keras loads;
+# this module's --help lists them as its own.
+flags.adopt_module_key_flags(bench_flags)
 
 #: Flags the other side of --backends does not get as given (it gets its own).
 EXCLUDED_FROM_OTHER_SIDE = ("backends", "jax_python", "output_dir", "save_batch", "batch_file",
