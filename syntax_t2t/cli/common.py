@@ -136,7 +136,7 @@ def run(main, extra_user_errors=(), builtins=None):
     _run_parsed(lambda: (main, tuple(extra_user_errors)), builtins)
 
 
-def run_deferred(flags_module: str, program: str, builtins=None) -> None:
+def run_deferred(flags_module: str, program: str) -> None:
     """`run` of a program whose flags are defined in a light module of their own.
 
     absl answers `--help`, `--helpfull`, an unknown flag or a malformed value
@@ -144,19 +144,18 @@ def run_deferred(flags_module: str, program: str, builtins=None) -> None:
     TensorFlow, is imported only after the command line parsed. Its
     `entry_point()` gives `run`'s `main` and `extra_user_errors`; its
     optional `builtin_modules()` the built-in modules to register, when they
-    depend on what the program loaded (e.g. the Keras backend).
+    depend on what the program loaded (e.g. the Keras backend; default: all).
 
     Args:
         flags_module: the name of the imported module defining the program's
             flags (e.g. `syntax_t2t.cli.train_flags`).
         program: the name of the program's module (e.g. `syntax_t2t.cli.train`).
-        builtins: as in `run`, for a program without `builtin_modules()`.
     """
     adopt_program_flags(sys.modules[flags_module])
 
     def program_builtins():
         choose = getattr(sys.modules[program], "builtin_modules", None)
-        return builtins if choose is None else choose()
+        return None if choose is None else choose()
 
     _run_parsed(lambda: importlib.import_module(program).entry_point(), program_builtins)
 
