@@ -158,8 +158,8 @@ def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFC", text.translate(_INVISIBLE))
 
 
-def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
-    """Decodes one line as strict UTF-8, in NFC (`normalize_text`).
+def decode_line(path: PathLike, line_number: int, raw: bytes, normalize: bool = True) -> str:
+    """Decodes one line as strict UTF-8, in NFC (`normalize_text`) unless told not to.
 
     A UTF-8 byte order mark at the start of line 1 is dropped; a NUL byte is
     refused.
@@ -168,6 +168,8 @@ def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
         path: the file the line comes from, for the error message.
         line_number: 1-based number of the line, for the error message.
         raw: the line's bytes, without line terminator.
+        normalize: False for files the toolkit wrote itself and must read back
+            exactly (a vocabulary is the id table its data was encoded with).
 
     Returns:
         The decoded line.
@@ -182,7 +184,8 @@ def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
         raise InputError(path, line_number, f"a NUL byte at byte offset {nul + 1} of the line (a "
                                             f"binary file, or text in UTF-16?)", reason="NUL byte")
     try:
-        return normalize_text(raw.decode("utf-8", errors="strict"))
+        text = raw.decode("utf-8", errors="strict")
+        return normalize_text(text) if normalize else text
     except UnicodeDecodeError as error:
         bad = raw[error.start : error.end]
         raise InputError(
@@ -193,11 +196,12 @@ def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
         ) from error
 
 
-def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+def read_lines(path: PathLike, normalize: bool = True) -> Iterator[tuple[int, str]]:
     """Yields `(line_number, text)` for each line of a plain or gzip UTF-8 file.
 
     Args:
         path: the file to read.
+        normalize: whether to apply `normalize_text` (see `decode_line`).
 
     Yields:
         1-based line number and the decoded line without its terminator.
@@ -206,7 +210,7 @@ def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
         InputError: on invalid UTF-8 or corrupt gzip data, naming the line.
     """
     for line_number, raw in read_raw_lines(path):
-        yield line_number, decode_line(path, line_number, raw)
+        yield line_number, decode_line(path, line_number, raw, normalize)
 
 
 def _create_temporary_beside(path: str) -> tuple[str, int]:

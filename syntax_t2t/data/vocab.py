@@ -99,7 +99,12 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: PathLike) -> "Vocabulary":
-        """Reads a vocabulary written by `save`.
+        """Reads a vocabulary written by `save`, token for token.
+
+        The lines are not normalized as text is (`io_utils.normalize_text`):
+        the file is the id table the data was encoded with, and a datagen from
+        before that normalization may have stored a token such as a zero width
+        space, which must keep its line and id.
 
         Raises:
             FileNotFoundError: if `path` does not exist.
@@ -107,7 +112,7 @@ class Vocabulary:
                 line or a duplicate.
         """
         tokens, seen = [], {}
-        for line_number, token in io_utils.read_lines(path):
+        for line_number, token in io_utils.read_lines(path, normalize=False):
             index = line_number - 1
             if index < len(RESERVED_TOKENS) and token != RESERVED_TOKENS[index]:
                 raise InputError(path, line_number,
