@@ -480,7 +480,8 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
         {"system": "parse", "against": "base", "seeds": [3, 3], "delta": -0.01,
          "t_test": {"p_value": 0.973, "t": -0.02, "df": 4, "ci": [-1.32, 1.30]}, "holm_p": 0.973,
          "bootstrap": {"p_value": 0.968, "ci": [-1.04, 1.04]}, "per_seed_p": {"1": 0.006},
-         "detectable": 1.7536}]}
+         "detectable": 1.7536}],
+        "seeds_needed": {"systems": 2, "seeds": {"0.5": 22, "1": 7}}}
     built = {"experiment": "toy", "command": "bin/grid ...", "problem": experiment.problem,
              "hparams_set": experiment.hparams_set, "checkpoint": "best", "baseline": "base",
              "decode_hparams": "", "systems": {}, "tests": {"test": rows},
@@ -497,6 +498,8 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     assert cells["p (two-level bootstrap)"] == "0.968"
     assert cells["p per seed (paired bootstrap)"] == "s1: 0.006"
     assert "Seed sd pooled over the systems with several seeds: 0.578 BLEU (4 degrees" in text
+    assert ("Seeds a system needed at this sd, with each of the table's 2 systems" in text
+            and "0.5 BLEU from 22 seeds; 1 BLEU from 7 seeds." in text)
     assert "every p two-sided" in text and "10000 resamples" in text
     score_header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
     base = next(line for line in lines if line.startswith("| base |"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t.cli import registration
-from syntax_t2t.evaluation import multiple_testing
+from syntax_t2t.evaluation import multiple_testing, seed_significance
 from syntax_t2t.grid import experiment as experiment_lib
 from syntax_t2t.grid import report, runner, seal
 from syntax_t2t.grid.experiment import Experiment, System, TranslationTest
@@ -217,6 +217,11 @@ def test_a_one_seed_system_gets_a_t_test_with_the_pooled_sd_and_no_bootstrap_p(t
     assert set(c["per_seed_p"]) == {"1"} and set(b["per_seed_p"]) == {"1", "2"}
     assert [b["holm_p"], c["holm_p"]] == pytest.approx(multiple_testing.holm(
         [b["t_test"]["p_value"], c["t_test"]["p_value"]]))
+    # How many seeds the table's three systems would each need, at its pooled sd.
+    needed = contrasts["seeds_needed"]
+    assert needed["systems"] == 3
+    for difference, count in needed["seeds"].items():
+        assert count == seed_significance.seeds_needed(pooled["sd"], float(difference), systems=3)
 
 
 def test_the_pilot_and_the_confirmatory_experiment_follow_the_rules():

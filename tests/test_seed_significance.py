@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syntax_t2t.evaluation import seed_significance
 
@@ -109,6 +111,30 @@ def test_detectable_difference_by_hand():
     # t[0.80] = 0.94096; 3.71741 * 0.57774 * 0.81650 = 1.7536.
     assert seed_significance.detectable_difference(baseline, system) == pytest.approx(
         (2.77645 + 0.94096) * pooled_sd * (2 / 3) ** 0.5, abs=1e-3)
+
+
+def test_seeds_needed_for_half_a_bleu_at_the_record_sd():
+    """docs/results.md: at the pooled seed sd 0.576, +0.5 needs about 22 seeds a system; the
+    pre-registration's 20 seeds a system (six systems, 114 degrees of freedom) detect +0.51."""
+    assert seed_significance.seeds_needed(0.576, 0.5, systems=2) == 22
+    assert seed_significance.detectable_difference_from_sd(0.576, 114, 20, 20) == pytest.approx(
+        0.515, abs=1e-3)
+    assert seed_significance.seeds_needed(0.576, 0.5, systems=6) == 22
+    assert seed_significance.seeds_needed(0.576, 0.52, systems=6) == 20
+    assert seed_significance.seeds_needed(0.0, 0.5) == 2
+    assert seed_significance.seeds_needed(50.0, 0.01, max_seeds=100) is None
+    with pytest.raises(ValueError):
+        seed_significance.seeds_needed(0.5, 0.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sd=st.floats(0.05, 2.0), difference=st.floats(0.2, 3.0), systems=st.integers(2, 8))
+def test_seeds_needed_is_the_first_count_of_a_naive_search(sd, difference, systems):
+    def detectable(n):
+        return seed_significance.detectable_difference_from_sd(sd, systems * (n - 1), n, n)
+
+    naive = next((n for n in range(2, 201) if detectable(n) <= difference), None)
+    assert seed_significance.seeds_needed(sd, difference, systems=systems, max_seeds=200) == naive
 
 
 def test_detectable_difference_uses_whichever_system_has_a_spread():

@@ -282,6 +282,40 @@ def detectable_difference(baseline_scores: Sequence[float], system_scores: Seque
                                          distribution)
 
 
+def seeds_needed(sd: float, difference: float, systems: int = 2, level: float = 0.05,
+                 power: float = 0.8, max_seeds: int = 10_000) -> Optional[int]:
+    """The fewest seeds a system with which `detectable_difference_from_sd` reaches `difference`.
+
+    Every system of the experiment gets n seeds and the sd is pooled over all
+    of them, as `seed_t_test` pools it, so the t quantiles have
+    `systems * (n - 1)` degrees of freedom.
+
+    Args:
+        sd: the seed standard deviation (e.g. a pilot's `pooled_seed_sd`).
+        difference: the difference of means to detect, in the scores' units.
+        systems: how many systems share the pooled sd (at least 2).
+        level, power: as in `detectable_difference_from_sd`.
+        max_seeds: give up above this many.
+
+    Returns:
+        n >= 2, or None when even `max_seeds` seeds do not reach `difference`.
+    """
+    if sd < 0 or difference <= 0 or systems < 2:
+        raise ValueError(f"need sd >= 0, difference > 0 and systems >= 2; got sd={sd}, "
+                         f"difference={difference}, systems={systems}")
+
+    def reaches(n: int) -> bool:
+        return detectable_difference_from_sd(sd, systems * (n - 1), n, n, level, power) <= difference
+
+    if not reaches(max_seeds):
+        return None
+    low, high = 1, max_seeds  # reaches(high); the detectable difference falls as n grows
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
 def compare_translations(baseline: Sequence[Sequence[str]], system: Sequence[Sequence[str]],
                          references: Sequence[str], metric: str = "BLEU",
                          samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> SeedComparison:

@@ -126,7 +126,19 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
             [(entry["t_test"] or {}).get("p_value") for entry in comparisons])):
         entry["holm_p"] = adjusted
     return {"pooled_seed_sd": dataclasses.asdict(pooled) if pooled else None,
-            "comparisons": comparisons}
+            "comparisons": comparisons,
+            "seeds_needed": _seeds_needed(pooled, max(2, len(rows))) if pooled else None}
+
+
+# The differences for which the report says how many seeds a system would detect them at the
+# table's pooled sd: the pre-registered target (docs/preregistration.md) and twice it.
+SEED_COUNT_DIFFERENCES = (0.5, 1.0)
+
+
+def _seeds_needed(pooled, systems):
+    return {"systems": systems,
+            "seeds": {f"{difference:g}": seed_significance.seeds_needed(
+                pooled.sd, difference, systems=systems) for difference in SEED_COUNT_DIFFERENCES}}
 
 
 def _table(grid_runner, entries_of, test, output, samples):
@@ -355,6 +367,16 @@ def _p(value):
     return "" if value is None else f"{value:.3f}"
 
 
+def _seeds_needed_lines(needed):
+    if not needed:
+        return []
+    counts = "; ".join(f"{difference} BLEU from {count if count else 'more than 10,000'} seeds"
+                       for difference, count in needed["seeds"].items())
+    return [f"Seeds a system needed at this sd, with each of the table's {needed['systems']} "
+            f"systems at that count and the sd pooled over them (80% power, 5% two-sided, t; "
+            f"`seed_significance.seeds_needed`): {counts}.", ""]
+
+
 def _contrast_table(contrasts):
     """The comparisons of one score table: Δ, the t test and its Holm adjustment, the bootstraps."""
     if not contrasts or not contrasts["comparisons"]:
@@ -364,6 +386,7 @@ def _contrast_table(contrasts):
               f"{pooled['sd']:.3f} BLEU ({pooled['df']} degrees of freedom, "
               f"{pooled['systems']} systems)." if pooled else
               "No system has two seeds: no seed sd, so no p-value and no detectable Δ."), "",
+             *_seeds_needed_lines(contrasts.get("seeds_needed")),
              "| comparison | seeds | Δ BLEU | 95% CI (t) | p (t, pooled seed sd) | p Holm | "
              "detectable Δ (t) | p (two-level bootstrap) | p per seed (paired bootstrap) |",
              "|---|---|---|---|---|---|---|---|---|"]
