@@ -46,6 +46,7 @@ ROOMS = {
     "syntax_t2t.datagen": "datagen",
     "syntax_t2t.problem": "problem",
     "syntax_t2t.problem_options": "problem",
+    "syntax_t2t.problem_vocabularies": "problem",
     "syntax_t2t.problems": "problems",
     "syntax_t2t.layers": "layers",
     "syntax_t2t.models": "models",
