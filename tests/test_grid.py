@@ -133,9 +133,9 @@ def test_a_finished_run_whose_scores_were_deleted_is_scored_again(tmp_path, monk
         ("score", lambda: (done.append("score"), scores.write_text("{}")))])
     assert grid.execute(run) and done == ["train", "score"]
     scores.unlink()
-    assert grid.progress(run)["stages_left"] == ["score"]
+    assert report.run_progress(grid, run)["stages_left"] == ["score"]
     assert grid.execute(run) and done == ["train", "score", "score"] and scores.exists()
-    assert grid.progress(run)["stages_left"] == []
+    assert report.run_progress(grid, run)["stages_left"] == []
 
 
 def _finished_source_run(grid_dir, experiment, train_done=True):
@@ -324,13 +324,13 @@ def test_the_report_says_where_each_unfinished_run_stands(tmp_path):
     state = grid.claim(parse1)
     state["done"]["train"] = True
     runner.write_json(os.path.join(parse1.directory, runner.STATE_FILE), state)
-    assert grid.progress(base1) == {
+    assert report.run_progress(grid, base1) == {
         "run": "base/seed1", "stage": "training", "stages_left": ["train", "score"],
         "step": 1000, "best": {"step": 500, "metric": "bleu", "value": 12.5}}
-    assert grid.progress(parse1) == {"run": "parse/seed1", "stage": "testing",
+    assert report.run_progress(grid, parse1) == {"run": "parse/seed1", "stage": "testing",
                                      "stages_left": ["parse:pud", "score"]}
     grid.claim(base2)  # claimed by a task, not started yet
-    assert grid.progress(base2) == {"run": "base/seed2", "stage": "not started"}
+    assert report.run_progress(grid, base2) == {"run": "base/seed2", "stage": "not started"}
     built = report.build(grid, runner.plan(experiment, str(tmp_path)), "bin/grid ...")
     assert (built["runs"]["total"], built["runs"]["finished"]) == (5, 0)
     text = report.markdown(built, experiment)

@@ -10,7 +10,7 @@ import pytest
 from syntax_t2t.cli import registration
 from syntax_t2t.evaluation import multiple_testing, seed_significance
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import report, runner, seal
+from syntax_t2t.grid import archive, report, runner, seal
 from syntax_t2t.grid.experiment import Experiment, System, TranslationTest
 
 REFERENCES = ["a man rides a horse", "two dogs play in the snow", "a child eats an apple",
@@ -98,65 +98,117 @@ def _sealed_experiment(tmp_path, **changes):
     return grid, runner.plan(experiment, str(tmp_path / "G"))
 
 
-def _finish(grid, run):
-    state = grid.claim(run)
-    state["done"] = {key: True for key, _ in grid.stages(run, state)}
-    grid._save_state(run, state)
-
-
 def _fake_decode(calls):
-    def decode(run, test, output):
+    """A stand-in for `GridRunner.decode_test`: the tree system gets one sentence more right
+    per seed."""
+    def decode(run, test, output=None, alpha=None):
         calls.append((run.name, test.name))
-        # The tree system gets one sentence more right per seed.
         lines = list(REFERENCES)
         wrong = 4 - (run.seed if run.system.name == "tree" else 0)
         for index in range(wrong):
             lines[index] = "something else entirely"
-        Path(output).write_text("\n".join(lines) + "\n")
+        path = Path(run.directory) / (output or runner.test_output(test))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
     return decode
 
 
-def test_a_sealed_test_is_no_stage_of_a_run(tmp_path):
+def _finish(grid, run, calls=None):
+    """Marks every stage of `run` done; a sealed test's stage runs, with a fake decoder."""
+    state = grid.claim(run)
+    grid.decode_test = _fake_decode([] if calls is None else calls)
+    for test in grid.experiment.sealed_tests():
+        grid.decode_sealed(run, test, state)
+    state["done"] = {key: True for key, _ in grid.stages(run, state)}
+    grid._save_state(run, state)
+
+
+def test_a_sealed_test_is_translated_by_each_run_and_scored_by_none(tmp_path):
     grid, runs = _sealed_experiment(tmp_path)
     keys = [key for key, _ in grid.stages(runs[0], {})]
-    assert "decode:test" in keys and not any("sealed" in key for key in keys)
+    assert "decode:test" in keys and "sealed:sealed" in keys
+    calls = []
+    _finish(grid, runs[0], calls)
+    assert calls == [(runs[0].name, "sealed")]
+    assert (Path(runs[0].directory) / "tests" / "sealed" / "sealed.hyp").exists()
+    state = json.loads((Path(runs[0].directory) / runner.STATE_FILE).read_text())
+    assert state[runner.SEALED_KEY]["sealed"]["decode_hparams"] == grid.experiment.decode_hparams
+    # A run's scores are of the open tests alone.
+    grid.decode_test(runs[0], grid.experiment.open_tests()[0])
+    assert set(grid._score_translations(runs[0], runner.test_output)) == {"test"}
 
 
 def test_the_seal_opens_once_when_every_run_has_finished_and_refuses_other_settings(tmp_path):
     grid, runs = _sealed_experiment(tmp_path)
-    calls = []
+    test = grid.experiment.sealed_tests()[0]
     for run in runs[:-1]:
         _finish(grid, run)
-    assert seal.open_seal(grid, runs, grid.experiment.sealed_tests()[0],
-                          _fake_decode(calls)) is None
-    assert calls == [] and not os.path.exists(seal.record_path(grid, grid.experiment.sealed_tests()[0]))
+    assert seal.open_seal(grid, runs, test) is None
+    assert not os.path.exists(seal.record_path(grid, test))
 
     _finish(grid, runs[-1])
-    test = grid.experiment.sealed_tests()[0]
-    record = seal.open_seal(grid, runs, test, _fake_decode(calls))
-    assert sorted(calls) == sorted((run.name, "sealed") for run in runs)  # each run once
+    record = seal.open_seal(grid, runs, test)
     assert record["opened"] and "commit" in record["git"]
     assert record["settings"]["decode_hparams"] == grid.experiment.decode_hparams
     assert record["scores"]["base/seed1"]["BLEU"] < record["scores"]["tree/seed2"]["BLEU"]
+    assert set(record["translations_sha256"]) == {run.name for run in runs}
     saved = json.loads(Path(seal.record_path(grid, test)).read_text())
     assert saved == record
+    for run in runs:  # the scored translations are the runs' own, byte for byte
+        assert Path(seal.output_path(grid, test, run)).read_bytes() == (
+            Path(run.directory) / runner.sealed_output(test)).read_bytes()
 
-    # Once opened, never again: the same settings read the record, decode nothing.
-    calls.clear()
-    assert seal.open_seal(grid, runs, test, _fake_decode(calls)) == record and calls == []
+    # Once opened, never again: the same settings read the record.
+    assert seal.open_seal(grid, runs, test) == record
 
     # Other decoding settings: refused, not scored.
     other, other_runs = _sealed_experiment(tmp_path, decode_hparams="beam_size=4,alpha=1.0")
     with pytest.raises(seal.SealError, match=r"sealed test sealed was opened on .* under other "
                                              r"settings \(they differ in decode_hparams\); it is "
                                              r"not scored again"):
-        seal.open_seal(other, other_runs, test, _fake_decode(calls))
+        seal.open_seal(other, other_runs, test)
     # Changed references (the file's contents): refused too.
     (tmp_path / "sealed.ref").write_text("\n".join(REFERENCES[::-1]) + "\n")
     with pytest.raises(seal.SealError, match="reference_sha256"):
-        seal.open_seal(grid, runs, test, _fake_decode(calls))
-    assert calls == []
+        seal.open_seal(grid, runs, test)
     assert json.loads(Path(seal.record_path(grid, test)).read_text()) == record
+
+
+def test_the_seal_scores_runs_restored_from_an_archive(tmp_path):
+    """The confirmatory runs train over many GPU sessions, none of which keeps weights: the
+    seal opens on archived records, each with its sealed translations."""
+    grid, runs = _sealed_experiment(tmp_path)
+    test = grid.experiment.sealed_tests()[0]
+    archive_dir = tmp_path / "archive"
+    for run in runs:
+        _finish(grid, run)
+        assert archive.store(grid, run, str(archive_dir))
+    assert (Path(archive.record_dir(str(archive_dir), runs[0])) / "tests" / "sealed"
+            / "sealed.hyp.gz").exists()
+    elsewhere, _ = _sealed_experiment(tmp_path)
+    elsewhere.output_dir = str(tmp_path / "G2")
+    restored = runner.plan(elsewhere.experiment, elsewhere.output_dir)
+    assert all(archive.restore(elsewhere, run, str(archive_dir)) for run in restored)
+    record = seal.open_seal(elsewhere, restored, test)
+    assert record["scores"] == seal.open_seal(grid, runs, test)["scores"]
+
+
+def test_a_run_that_translated_the_sealed_test_under_other_settings_keeps_the_seal_shut(tmp_path):
+    grid, runs = _sealed_experiment(tmp_path)
+    test = grid.experiment.sealed_tests()[0]
+    for run in runs:
+        _finish(grid, run)
+    state_path = Path(runs[1].directory) / runner.STATE_FILE
+    state = json.loads(state_path.read_text())
+    state[runner.SEALED_KEY]["sealed"]["decode_hparams"] = "beam_size=1"
+    state_path.write_text(json.dumps(state))
+    with pytest.raises(seal.SealError, match=rf"{runs[1].name} translated it under other "
+                                             rf"settings .*differ in decode_hparams"):
+        seal.open_seal(grid, runs, test)
+    os.remove(Path(runs[1].directory) / runner.sealed_output(test))
+    with pytest.raises(seal.SealError, match=f"{runs[1].name} has no translations of it"):
+        seal.open_seal(grid, runs, test)
+    assert not os.path.exists(seal.record_path(grid, test))
 
 
 def test_the_report_tables_a_sealed_test_only_once_opened(tmp_path):
@@ -168,7 +220,7 @@ def test_the_report_tables_a_sealed_test_only_once_opened(tmp_path):
         report.markdown(built, grid.experiment)
     for run in runs:
         _finish(grid, run)
-    seal.open_seal(grid, runs, test, _fake_decode([]))
+    seal.open_seal(grid, runs, test)
     built = report.build(grid, runs, "bin/grid ...", samples=50)
     block = built["sealed"]["sealed"]
     assert block["rows"]["tree"]["seeds"] == [1, 2]

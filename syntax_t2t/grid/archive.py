@@ -18,6 +18,9 @@ another, and only its unfinished runs train:
                                   with length penalties chosen on dev: the test
                                   translations at the chosen alpha, the choice, and
                                   the dev translations it was made on (compressed)
+        tests/sealed/<test>.hyp.gz
+                                  a sealed test's translations, for the seal to score
+                                  once every run is in (`grid/seal.py`)
         tests/<parse test>.conllu.gz, train.log.gz, test.log.gz
                                   the parse head's trees and the logs, compressed
                                   without timestamps (equal text, equal bytes)
@@ -93,6 +96,8 @@ def _record_files(grid_runner, run):
             files.append((name, name + ".gz", True))
     files += [(output(test), output(test), False)
               for output in outputs for test in experiment.open_tests()]
+    files += [(runner.sealed_output(test), runner.sealed_output(test) + ".gz", True)
+              for test in experiment.sealed_tests()]
     if grid_runner.has_parse_head(run):
         for test in grid_runner.experiment.parse_tests:
             name = runner.parse_output(test)

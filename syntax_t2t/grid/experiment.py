@@ -25,8 +25,8 @@ trees of what it decodes as it replaced those of its training data.
 The rules of a fair comparison are part of the experiment and checked
 here: `source_word_positions` (one word-boundary rule for every system)
 and `contrasts` (the comparisons the report tests, Holm-adjusted together).
-A test set marked `sealed` is decoded and scored once, when every run has
-finished (`grid/seal.py`).
+A test set marked `sealed` is translated by each run and scored once, when
+every run has finished (`grid/seal.py`).
 """
 
 import dataclasses
@@ -83,8 +83,9 @@ class TranslationTest:
         raw_source: `source` is raw text, which the grid parses once with the
             parser the data was built with (`bin/parse`), so that every system
             reads the words (and trees) its training data had.
-        sealed: decoded and scored once, after every run of the experiment
-            has finished, and never again under other settings (`grid/seal.py`).
+        sealed: translated by each run but scored once, after every run of
+            the experiment has finished, and never again under other settings
+            (`grid/seal.py`).
     """
 
     name: str

@@ -65,6 +65,33 @@ def collect(grid_runner, runs):
     return collected
 
 
+def run_progress(grid_runner, run):
+    """Where an unfinished run stands, from its files (nothing is started or claimed).
+
+    Returns:
+        `{"run", "stage"}` with `stage` one of "not started", "training"
+        or "testing"; then `"stages_left"` (the keys not done yet), and,
+        once it has been evaluated, `"step"` (the newest evaluated step)
+        and `"best"` (the best checkpoint's step, metric and value).
+    """
+    state = runner.read_json(os.path.join(run.directory, runner.STATE_FILE), {})
+    history = validation.read_history(run.directory)  # empty when there is no file
+    evaluations = history["evaluations"]
+    done = state.get("done", {})
+    # A task claims all its runs before the first trains: a claim is not a start.
+    started = bool(done) or os.path.exists(os.path.join(run.directory, "train.log"))
+    if not (started or evaluations):
+        return {"run": run.name, "stage": "not started"}
+    left = [key for key, _ in grid_runner.stages(run, state)
+            if not runner.is_done(run, state, key)]
+    result = {"run": run.name, "stage": "training" if "train" in left else "testing",
+              "stages_left": left}
+    if evaluations:
+        result["step"] = evaluations[-1]["step"]
+        result["best"] = history.get("best")
+    return result
+
+
 def _entries(collected, key, test):
     """`{system: [(run, {"BLEU", "chrF"})]}` of the runs scored on `test` under `scores[key]`.
 
@@ -185,7 +212,7 @@ def build(grid_runner, runs, command, samples=seed_significance.DEFAULT_SAMPLES)
     report[backend_record.SCORES_KEY] = backend_record.mixture(
         [(run.name, scores) for entries in collected.values() for run, scores in entries])
     report["runs"] = {"total": len(runs), "finished": len(scored),
-                      "unfinished": [grid_runner.progress(run) for run in runs
+                      "unfinished": [run_progress(grid_runner, run) for run in runs
                                      if run.name not in scored]}
     for test in experiment.parse_tests:
         heads = {name: [scores["parse"][test.name]["UAS"] for _, scores in entries

@@ -11,12 +11,13 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
         tests/<test>.dev_alpha.hyp    chosen on dev, the test translations with it
         tests/dev/                    and the dev translations of each candidate
         tests/<parse test>.conllu     the parse head's trees of gold-treebank words
+        tests/sealed/<test>.hyp       a sealed test's translations, not scored here
         scores.json                   the run's scores and training figures
     G/teacher/<parse test>.conllu     the teacher parser's trees of the same words
     G/sources/<test>.conllu           a raw-text test source, parsed once by the
                                       data's parser (`TranslationTest.raw_source`)
-    G/sealed/<test>.json, <test>/     a sealed test's record and translations
-                                      (`grid/seal.py`)
+    G/sealed/<test>.json, <test>/     a sealed test's record and the translations
+                                      it scored (`grid/seal.py`)
     G/results.md, results.json, *.png the report (`grid/report.py`)
 
 Every stage runs the project's own programs as subprocesses (bin/train,
@@ -81,6 +82,8 @@ LOCK_FILE = directory_lock.LOCK_FILE
 STAGE_SECONDS = "stage_seconds"
 #: What grids before `directory_lock` locked (and left) in each run directory.
 LEGACY_LOCK_FILE = "grid.lock"
+#: The `grid.json` key of the settings each sealed test was translated under.
+SEALED_KEY = "sealed"
 
 
 class GridError(RuntimeError):
@@ -117,6 +120,11 @@ class BudgetSpent(GridError):
 def test_output(test):
     """The run-relative path of a test set's translations at the experiment's decoding settings."""
     return os.path.join("tests", f"{test.name}.hyp")
+
+
+def sealed_output(test):
+    """The run-relative path of a sealed test's translations, which only `grid/seal.py` scores."""
+    return os.path.join("tests", "sealed", f"{test.name}.hyp")
 
 
 def parse_output(test):
@@ -413,6 +421,19 @@ class GridRunner:
             command.append("--detokenize")
         self._call(run, command, "test.log")
 
+    def decoding_settings(self, test):
+        """What a test's translations depend on besides the run: files, decoding, checkpoint."""
+        experiment = self.experiment
+        return {"source_sha256": io_utils.sha256_file(self.path(test.source)),
+                "raw_source": test.raw_source, "detokenize": test.detokenize,
+                "decode_hparams": experiment.decode_hparams, "checkpoint": experiment.checkpoint,
+                "average_checkpoints": experiment.average_checkpoints}
+
+    def decode_sealed(self, run, test, state):
+        """Translates a sealed test into the run; `state` records the settings it was under."""
+        self.decode_test(run, test, sealed_output(test))
+        state.setdefault(SEALED_KEY, {})[test.name] = self.decoding_settings(test)
+
     def parse_test(self, run, test):
         output = os.path.join(run.directory, parse_output(test))
         os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -483,9 +504,13 @@ class GridRunner:
         stages = [("train", lambda: self.train(run, state))]
         if self.experiment.checkpoint == "average":
             stages.append(("average", lambda: self.average(run)))
-        # Sealed tests are not a run's: `grid/seal.py` decodes them once all runs have finished.
         for test in self.experiment.open_tests():
             stages.append((f"decode:{test.name}", lambda test=test: self.decode_test(run, test)))
+        # A sealed test is translated here, where the weights are (a GPU session keeps none),
+        # and not scored: `grid/seal.py` scores every run's translations once all have finished.
+        for test in self.experiment.sealed_tests():
+            stages.append((f"sealed:{test.name}",
+                           lambda test=test: self.decode_sealed(run, test, state)))
         stages += self.length_penalty_stages(run)
         if self.has_parse_head(run):
             for test in self.experiment.parse_tests:
@@ -545,31 +570,6 @@ class GridRunner:
                     state["done"][key] = True
                     self._save_state(run, state)
         return True
-
-    def progress(self, run):
-        """Where an unfinished run stands, from its files (nothing is started or claimed).
-
-        Returns:
-            `{"run", "stage"}` with `stage` one of "not started", "training"
-            or "testing"; then `"stages_left"` (the keys not done yet), and,
-            once it has been evaluated, `"step"` (the newest evaluated step)
-            and `"best"` (the best checkpoint's step, metric and value).
-        """
-        state = read_json(os.path.join(run.directory, STATE_FILE), {})
-        history = validation.read_history(run.directory)  # empty when there is no file
-        evaluations = history["evaluations"]
-        done = state.get("done", {})
-        # A task claims all its runs before the first trains: a claim is not a start.
-        started = bool(done) or os.path.exists(os.path.join(run.directory, "train.log"))
-        if not (started or evaluations):
-            return {"run": run.name, "stage": "not started"}
-        left = [key for key, _ in self.stages(run, state) if not is_done(run, state, key)]
-        result = {"run": run.name, "stage": "training" if "train" in left else "testing",
-                  "stages_left": left}
-        if evaluations:
-            result["step"] = evaluations[-1]["step"]
-            result["best"] = history.get("best")
-        return result
 
     # Scores ------------------------------------------------------------------
 

@@ -1,29 +1,35 @@
-"""Sealed test sets: decoded and scored once, after every run has finished, under fixed settings.
+"""Sealed test sets: scored once, after every run has finished, under fixed settings.
 
 A test set that is looked at while systems, seeds or settings can still
 change stops being a test: the next choice is made knowing its scores. A
 pre-registered experiment (docs/preregistration.md) therefore marks its
 primary test set `sealed` (`TranslationTest.sealed`), and `bin/grid`:
 
-* leaves it out of every run's stages (no run decodes it as it finishes);
-* opens it only when every run of the experiment has finished: decodes it
-  with each run's tested checkpoint at the experiment's decoding settings,
-  scores it, and writes the seal record `G/sealed/<test>.json` (the time,
-  the git commit of the code, the settings, each run's scores) last, so
-  that the scores exist only once every run was decoded;
+* translates it in each run as the run finishes, where the run's weights
+  are (stage `sealed:<test>`, into `tests/sealed/<test>.hyp`), recording
+  the decoding settings in the run's `grid.json`, and scores nothing: a
+  GPU session keeps no weights beyond its end (a few megabytes come back),
+  so the translations, which the run's archive keeps, are what can wait
+  for the last run;
+* opens it only when every run of the experiment has finished: checks that
+  every run translated it under the same settings as the grid's now,
+  scores each run's translations, and writes the seal record
+  `G/sealed/<test>.json` (the time, the git commit of the code, the
+  settings, each translation file's SHA-256 and each run's scores) last,
+  so that scores exist only once every run is in;
 * never opens it again: with a record present, the settings are compared
   with the record's, and other settings (decoding, checkpoint rule,
   systems, seeds, test files or their contents) are refused, not scored.
 
-The translations are kept in `G/sealed/<test>/<system>/seed<k>.hyp` for the
-report's significance tests. Decoding needs the runs' weights, so a run
-restored from an archive (which has none) cannot open a seal.
+The scored translations are copied to `G/sealed/<test>/<system>/seed<k>.hyp`
+for the report's significance tests. A run restored from an archive brings
+its translations with it.
 """
 
 import datetime
 import fcntl
-import hashlib
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -48,23 +54,11 @@ def output_path(grid_runner, test, run):
                         f"seed{run.seed}.hyp")
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def settings(grid_runner, runs, test):
     """Everything the sealed scores depend on; a record under other settings is refused."""
-    experiment = grid_runner.experiment
     return {"experiment": grid_runner.name, "test": test.name,
-            "source_sha256": _sha256(grid_runner.path(test.source)),
-            "reference_sha256": _sha256(grid_runner.path(test.reference)),
-            "raw_source": test.raw_source, "detokenize": test.detokenize,
-            "decode_hparams": experiment.decode_hparams, "checkpoint": experiment.checkpoint,
-            "average_checkpoints": experiment.average_checkpoints,
+            **grid_runner.decoding_settings(test),
+            "reference_sha256": io_utils.sha256_file(grid_runner.path(test.reference)),
             "runs": {run.name: {key: value for key, value in grid_runner.config(run).items()
                                 if key not in archive.MACHINE_KEYS}
                      for run in runs}}
@@ -99,22 +93,20 @@ def unfinished(grid_runner, runs):
     return left
 
 
-def open_seal(grid_runner, runs, test, decode=None):
-    """Decodes and scores the sealed `test` once every run of `runs` has finished.
+def open_seal(grid_runner, runs, test):
+    """Scores the sealed `test` once every run of `runs` has finished.
 
     Args:
         grid_runner: the grid.
         runs: every run of the experiment (`runner.plan`), not a task's share.
         test: a sealed `TranslationTest`.
-        decode: `decode(run, test, output_path)`, for tests; default
-            `grid_runner.decode_test`.
 
     Returns:
-        The seal record, or None while runs are unfinished (nothing is decoded).
+        The seal record, or None while runs are unfinished (nothing is scored).
 
     Raises:
-        SealError: a record exists under other settings, or a run has no
-            weights to decode with.
+        SealError: a record exists under other settings, or a run translated
+            the test under other settings or has no translations of it.
     """
     current = settings(grid_runner, runs, test)
     record = read_record(grid_runner, test)
@@ -137,31 +129,47 @@ def open_seal(grid_runner, runs, test, decode=None):
         except BlockingIOError:
             return None  # another bin/grid process is opening it
         if read_record(grid_runner, test) is not None:  # it did, before we took the lock
-            return open_seal(grid_runner, runs, test, decode)
-        return _decode_and_score(grid_runner, runs, test, current, decode)
+            return open_seal(grid_runner, runs, test)
+        return _score(grid_runner, runs, test, current)
 
 
-def _decode_and_score(grid_runner, runs, test, current, decode):
-    """Decodes the sealed test with every run, scores it, writes the record last."""
-    decode = decode or (lambda run, test, output: grid_runner.decode_test(run, test, output))
-    for run in runs:
-        state = runner.read_json(os.path.join(run.directory, runner.STATE_FILE)) or {}
-        if "restored_from" in state:
-            raise SealError(f"sealed test {test.name}: {run.name} was restored from an archive "
-                            f"and has no weights to decode with; open the seal where the runs' "
-                            f"checkpoints are")
+def _translations(grid_runner, run, test):
+    """The run's translations of the sealed test, checked against the grid's settings now."""
+    state = runner.read_json(os.path.join(run.directory, runner.STATE_FILE)) or {}
+    path = archive.run_file(run, runner.sealed_output(test))
+    if not os.path.exists(path):
+        raise SealError(f"sealed test {test.name}: {run.name} has no translations of it "
+                        f"({path}); its stage sealed:{test.name} did not run")
+    recorded = state.get(runner.SEALED_KEY, {}).get(test.name)
+    expected = grid_runner.decoding_settings(test)
+    if recorded != expected:
+        changed = sorted(key for key in set(expected) | set(recorded or {})
+                         if expected.get(key) != (recorded or {}).get(key))
+        raise SealError(f"sealed test {test.name}: {run.name} translated it under other settings "
+                        f"than the grid's now (they differ in {', '.join(changed)}); the seal "
+                        f"scores every run under one setting and is not opened")
+    return path
+
+
+def _score(grid_runner, runs, test, current):
+    """Scores every run's translations of the sealed test; writes the record last."""
+    sources = {run.name: _translations(grid_runner, run, test) for run in runs}
     references = translation.read_segments(grid_runner.path(test.reference))
-    scores = {}
+    scores, digests = {}, {}
     for run in runs:
         output = output_path(grid_runner, test, run)
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        decode(run, test, output)
+        with io_utils.open_binary(sources[run.name]) as source, \
+                io_utils.atomic_write(output, "wb") as target:
+            shutil.copyfileobj(source, target)  # decompressed when the archive kept it gzipped
+        digests[run.name] = io_utils.sha256_file(output)
         result = translation.score_files(output, grid_runner.path(test.reference), references)
         scores[run.name] = {"system": run.system.name, "seed": run.seed,
                             **{key: value.score for key, value in result.items()}}
     record = {"test": test.name,
               "opened": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "git": git_commit(), "settings": current, "scores": scores}
+              "git": git_commit(), "settings": current, "translations_sha256": digests,
+              "scores": scores}
     runner.write_json(record_path(grid_runner, test), record)
     return record
 
