@@ -39,7 +39,8 @@ JAX_PACKAGES := "$(JAX)" "keras>=3.10,<4" "numpy>=1.26,<3" "absl-py>=2.1,<3" "h5
 	"ufal.chu_liu_edmonds>=1.0.3,<2" "protobuf>=4,<7" "google-crc32c>=1.5,<2" \
 	"pytest>=8,<10" "hypothesis>=6.100,<7" "pytest-xdist>=3.5,<4"
 
-.PHONY: install install-jax test test-jax test-slow demo clean-demo gpu-wheels gpu-session
+.PHONY: install install-jax test test-jax test-slow demo clean-demo gpu-wheels gpu-session \
+	gpu-grid-bundle gpu-grid
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -138,3 +139,20 @@ gpu-wheels: install
 
 gpu-session:
 	bash docs/gpu_session.sh $(OUT) $(GPU_DATA) $(GPU_WHEELS)
+
+# Issue 32's confirmatory grid on a GPU: `make gpu-wheels gpu-grid-bundle` here (the
+# experiment's data, test files and parses, made with the parser, into
+# $(GPU_WHEELS)/bundle), carry $(GPU_WHEELS), then `make gpu-grid OUT=...` there
+# (docs/gpu_grid.sh: the grid's tasks side by side within the session; unpack the
+# archive.tar.gz that comes back over docs/runs/$(GRID_EXPERIMENT) and commit it).
+GRID_EXPERIMENT ?= multi30k_cs_en_confirmatory
+GRID_TMP ?= /work/m30k/tmp
+GRID_TREEBANK ?= ../shared/data/pud
+
+gpu-grid-bundle: install
+	rm -rf $(GPU_WHEELS)/bundle
+	$(PY) bin/grid --experiment=$(GRID_EXPERIMENT) --data_dir=$(GPU_DATA) --tmp_dir=$(GRID_TMP) \
+	  --treebank_dir=$(GRID_TREEBANK) --bundle_dir=$(GPU_WHEELS)/bundle
+
+gpu-grid:
+	EXPERIMENT=$(GRID_EXPERIMENT) bash docs/gpu_grid.sh $(OUT) $(GPU_WHEELS)/bundle $(GPU_WHEELS)

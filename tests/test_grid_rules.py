@@ -192,6 +192,19 @@ def test_the_seal_scores_runs_restored_from_an_archive(tmp_path):
     record = seal.open_seal(elsewhere, restored, test)
     assert record["scores"] == seal.open_seal(grid, runs, test)["scores"]
 
+    # The seal opened there, archived, is not opened again by a third grid: it reads it.
+    assert seal.copy_to_archive(elsewhere, test, str(archive_dir))
+    third, _ = _sealed_experiment(tmp_path)
+    third.output_dir = str(tmp_path / "G3")
+    third_runs = runner.plan(third.experiment, third.output_dir)
+    assert all(archive.restore(third, run, str(archive_dir)) for run in third_runs)
+    assert seal.restore_from_archive(third, test, str(archive_dir))
+    assert not seal.restore_from_archive(third, test, str(archive_dir))  # it has one now
+    assert seal.open_seal(third, third_runs, test) == record  # the same opening, not a new one
+    for run in third_runs:
+        assert Path(seal.output_path(third, test, run)).read_bytes() == Path(
+            seal.output_path(elsewhere, test, run)).read_bytes()
+
 
 def test_a_run_that_translated_the_sealed_test_under_other_settings_keeps_the_seal_shut(tmp_path):
     grid, runs = _sealed_experiment(tmp_path)
@@ -312,3 +325,39 @@ def test_the_pilot_and_the_confirmatory_experiment_follow_the_rules():
     assert (primary.name, primary.sealed, primary.raw_source) == ("test_2018_flickr", True, True)
     assert (secondary.name, secondary.sealed) == ("test_2016_flickr", False)
     assert len(confirmatory.seeds) == 20 and confirmatory.checkpoint == "average"
+
+
+def test_a_bundle_holds_every_file_the_runs_read_at_the_grid_paths_of_the_bundle(tmp_path):
+    from syntax_t2t.grid import bundle
+
+    data, raw = tmp_path / "D", tmp_path / "T"
+    for directory in (data, tmp_path / "D_random", raw):
+        directory.mkdir()
+        (directory / "file.txt").write_text(directory.name)
+    (data / runner.LOCK_FILE).write_text("held")  # another process's lock: not copied
+    (raw / "sealed.src").write_text("y\n")
+    (raw / "sealed.ref").write_text("a man\n")
+    (data / "test.src").write_text("x\n")
+    experiment = _experiment(translation_tests=[
+        TranslationTest("test", "{data_dir}/test.src", "{data_dir}/file.txt"),
+        TranslationTest("sealed", "{tmp_dir}/sealed.src", "{tmp_dir}/sealed.ref", sealed=True)])
+    grid = runner.GridRunner(experiment, "toy", str(tmp_path / "G"),
+                             {"data_dir": str(data), "tmp_dir": str(raw)})
+    made = bundle.write(grid, str(tmp_path / "B"))
+    assert made["places"] == {"data_dir": "data", "tmp_dir": "tmp"}
+    assert set(made["copied"]) == {"data", "data_random", "tmp/sealed.src", "tmp/sealed.ref"}
+    assert (tmp_path / "B" / "data_random" / "file.txt").read_text() == "D_random"
+    assert (tmp_path / "B" / "tmp" / "sealed.ref").read_text() == "a man\n"
+    assert not (tmp_path / "B" / "data" / runner.LOCK_FILE).exists()
+    assert (tmp_path / "B" / "grid").is_dir() and made["parsed"] == []
+    assert json.loads((tmp_path / "B" / bundle.RECORD_FILE).read_text()) == made
+    with pytest.raises(runner.GridError, match="is not empty"):
+        bundle.write(grid, str(tmp_path / "B"))
+    # A file named outside the grid's directories cannot move with it.
+    elsewhere = _experiment(translation_tests=[
+        TranslationTest("test", str(raw / "sealed.src"), "{data_dir}/file.txt")])
+    with pytest.raises(runner.GridError, match="names no directory of the grid"):
+        bundle.write(runner.GridRunner(elsewhere, "toy", str(tmp_path / "G"),
+                                       {"data_dir": str(data)}), str(tmp_path / "B2"))
+    assert not (tmp_path / "B2").exists()
+    assert not [path for path in tmp_path.iterdir() if ".partial" in path.name]

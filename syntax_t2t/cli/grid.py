@@ -18,7 +18,9 @@ let stop (bin/train saves a checkpoint first), and the same command resumes.
 when this experiment only grows its budget (more steps, no early stopping).
 `--archive_dir=A` keeps each finished run's record, without checkpoints, in
 `A` (to be committed) and restores the records of the runs `G` lacks: a grid
-survives the loss of the machine that trained it.
+survives the loss of the machine that trained it. `--bundle_dir=B` copies
+what the runs read into `B`, parsing here what needs the parser, for a
+machine that has neither (`syntax_t2t/grid/bundle.py`, docs/gpu_grid.sh).
 
 `--time_budget=8m` (or 90s, 1.5h) bounds this invocation's wall time, for
 a machine lent for a few minutes: a run is started only when its estimated
@@ -52,8 +54,8 @@ from absl import flags, logging
 from syntax_t2t import problem_options, registry
 from syntax_t2t.cli import common, grid_flags
 from syntax_t2t.grid import experiment as experiment_lib
-from syntax_t2t.grid import (archive, backend_record, budget, continuation, report, runner,
-                             schedule, seal)
+from syntax_t2t.grid import (archive, backend_record, budget, bundle, continuation, report,
+                             runner, schedule, seal)
 
 FLAGS = flags.FLAGS
 
@@ -139,7 +141,9 @@ def _require_file(path, what):
 def main(argv):
     if len(argv) > 1:
         raise common.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    common.require("experiment", "output_dir", "data_dir")
+    common.require("experiment", "data_dir")
+    if not FLAGS.bundle_dir:
+        common.require("output_dir")
     time_budget = None  # it starts with the invocation: the checks take the lent time too
     if FLAGS.time_budget:
         try:
@@ -158,10 +162,16 @@ def main(argv):
         raise common.UsageError(f"--seeds={','.join(FLAGS.seeds)}: seeds are integers") from None
     passed_on = [f"--{name}={getattr(FLAGS, name)}" for name in ("usr_dir", "problem_options")
                  if getattr(FLAGS, name)]
-    grid_runner = runner.GridRunner(experiment, FLAGS.experiment, FLAGS.output_dir, _paths(),
-                                    passed_on)
+    grid_runner = runner.GridRunner(experiment, FLAGS.experiment,
+                                    FLAGS.output_dir or os.path.join(FLAGS.bundle_dir, "grid"),
+                                    _paths(), passed_on)
     _check_files(grid_runner)
     _check_system_data(grid_runner, registry.problems.get(experiment.problem))
+    if FLAGS.bundle_dir:
+        record = bundle.write(grid_runner, FLAGS.bundle_dir)
+        print(f"bundle of {len(record['copied'])} copies and {len(record['parsed'])} parses in "
+              f"{FLAGS.bundle_dir}; there: {' '.join(record['command'])}")
+        return
     everything = runner.plan(experiment, FLAGS.output_dir)
     mine = runner.share(runner.plan(experiment, FLAGS.output_dir, FLAGS.systems, seeds),
                         FLAGS.num_tasks, FLAGS.task_id)
@@ -169,6 +179,8 @@ def main(argv):
         for run in everything:
             archive.restore(grid_runner, run, FLAGS.archive_dir)
             archive.store(grid_runner, run, FLAGS.archive_dir)  # finished before the flag was given
+        for test in experiment.sealed_tests():  # opened on another machine: not again here
+            seal.restore_from_archive(grid_runner, test, FLAGS.archive_dir)
     grid_runner.budget = time_budget
     waiting, ready = [], []
     outcome = schedule.Outcome()

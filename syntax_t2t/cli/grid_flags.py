@@ -39,6 +39,12 @@ flags.DEFINE_string("time_budget", None,
                     "saves; finished runs are archived, and the grid exits 0 naming what is "
                     "left and the command that continues.")
 flags.DEFINE_bool("report_only", False, "Write the report of the finished runs and exit.")
+flags.DEFINE_string("bundle_dir", None,
+                    "Copy what the runs read (every system's data, the test and treebank files) "
+                    "into this new directory, with raw-text test sources and the teacher's "
+                    "parses made here, and exit: the grid then runs from it on a machine without "
+                    "the raw data or the parser, e.g. a GPU session (syntax_t2t/grid/bundle.py, "
+                    "docs/gpu_grid.sh).")
 flags.DEFINE_integer("bootstrap_samples", seed_significance.DEFAULT_SAMPLES,
                      "Resamples of the significance tests.", lower_bound=1)
 

@@ -174,18 +174,37 @@ def _score(grid_runner, runs, test, current):
     return record
 
 
+def _copy_seal(source_root, target_root, test):
+    """Copies a seal's translations, then its record (last: a record means a whole seal)."""
+    names = [os.path.relpath(os.path.join(directory, file), source_root)
+             for directory, _, files in os.walk(os.path.join(source_root, test.name))
+             for file in files]
+    for name in sorted(names) + [f"{test.name}.json"]:
+        destination = os.path.join(target_root, name)
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        with open(os.path.join(source_root, name), "rb") as source, \
+                io_utils.atomic_write(destination, "wb") as target:
+            shutil.copyfileobj(source, target)
+
+
 def copy_to_archive(grid_runner, test, archive_dir):
     """Copies an opened seal's record and translations into `archive_dir/sealed/`."""
-    record = read_record(grid_runner, test)
-    if record is None:
+    if read_record(grid_runner, test) is None:
         return False
-    source = os.path.join(grid_runner.output_dir, SEALED_DIR)
-    target = os.path.join(archive_dir, SEALED_DIR)
-    for name in [f"{test.name}.json"] + [
-            os.path.relpath(os.path.join(directory, file), source)
-            for directory, _, files in os.walk(os.path.join(source, test.name)) for file in files]:
-        destination = os.path.join(target, name)
-        os.makedirs(os.path.dirname(destination), exist_ok=True)
-        with open(os.path.join(source, name), encoding="utf-8") as stream:
-            io_utils.atomic_write_text(destination, stream.read())
+    _copy_seal(os.path.join(grid_runner.output_dir, SEALED_DIR),
+               os.path.join(archive_dir, SEALED_DIR), test)
+    return True
+
+
+def restore_from_archive(grid_runner, test, archive_dir):
+    """Puts a seal opened elsewhere (`copy_to_archive`) into a grid that has none.
+
+    So that a grid restored from the archive reads the seal's record, and
+    compares its settings, instead of opening the seal a second time.
+    """
+    source = os.path.join(archive_dir, SEALED_DIR)
+    if read_record(grid_runner, test) is not None or not os.path.exists(
+            os.path.join(source, f"{test.name}.json")):
+        return False
+    _copy_seal(source, os.path.join(grid_runner.output_dir, SEALED_DIR), test)
     return True
