@@ -4,9 +4,10 @@ The lent GPU machine has JAX but no TensorFlow, spaCy or network, and keeps
 nothing after the session but a few files. Here the JAX environment
 (`.venv-jax`, no TensorFlow) stands in for it on the CPU: a tiny registered
 experiment with an open and a sealed test is bundled from the TensorFlow
-side, run by the session script with two grid tasks side by side (no parse test: bin/grid under JAX parses in
-tests/test_grid_jax.py), and what comes back (the archive of the finished runs, sealed translations included,
-and the opened seal) is restored into a fresh grid, which reports both runs.
+side and run by the session script with two grid tasks side by side (no
+parse test: tests/test_grid_jax.py parses under JAX); what comes back (the
+archive of the finished runs, sealed translations included, and the opened
+seal) is restored into a fresh grid, which reports both runs.
 """
 
 import json
