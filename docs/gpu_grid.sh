@@ -9,8 +9,8 @@
 # `make gpu-wheels`. On a machine with JAX and no TensorFlow, spaCy or network it
 #   1. installs the wheels and checks Keras on this JAX (docs/gpu_lib.sh);
 #   2. copies BUNDLE/grid into a grid directory and runs $TASKS grid tasks side by
-#      side on the one GPU (`--num_tasks`, each its share of the runs, the GPU's
-#      memory split between them), each under `--time_budget` (what is left of
+#      side on the one GPU (`--num_tasks`, each its share of the runs, GPU memory
+#      allocated as needed), each under `--time_budget` (what is left of
 #      $BUDGET less $RESERVE s), with `--archive_dir=$ARCHIVE`: runs that earlier
 #      sessions finished and archived (committed, so they travel with the working
 #      tree) are restored and not trained again; each run that finishes here is
@@ -64,14 +64,16 @@ if [ "$LIMIT" -le 60 ]; then
   echo "grid: not run, the budget leaves it $LIMIT s" | tee -a "$OUT/summary.txt"
   exit 1
 fi
-# Each JAX process takes this share of the GPU's memory (it would take 75% alone).
-FRACTION=$(awk -v tasks="$TASKS" 'BEGIN { printf "%.2f", 0.9 / tasks }')
-echo "=== grid: $TASKS tasks, --time_budget=${LIMIT}s each, GPU memory fraction $FRACTION each"
+# Every JAX process allocates GPU memory as it needs it: alone, each would take 75% at its
+# start, and the grid processes (which build the models to check them) and their programs
+# (bin/train, bin/decode) are twice $TASKS processes on one GPU.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+echo "=== grid: $TASKS tasks, --time_budget=${LIMIT}s each"
 begin=$(date +%s)
 pids=()
 for task in $(seq 0 $((TASKS - 1))); do
   # The grid stops its running program at the budget's end; the outer limit is a safety net.
-  XLA_PYTHON_CLIENT_MEM_FRACTION=$FRACTION timeout -k 20 $((LIMIT + RESERVE / 2)) \
+  timeout -k 20 $((LIMIT + RESERVE / 2)) \
     "$PYTHON" bin/grid --experiment="$EXPERIMENT" --output_dir="$GRID" "${PLACES[@]}" \
     --archive_dir="$ARCHIVE" --num_tasks="$TASKS" --task_id="$task" \
     --time_budget="${LIMIT}s" ${GRID_FLAGS:-} > "$GRID/task$task.log" 2>&1 &
