@@ -2,12 +2,16 @@
 
 The lent GPU machine has JAX but no TensorFlow, spaCy or network, and keeps
 nothing after the session but a few files. Here the JAX environment
-(`.venv-jax`, no TensorFlow) stands in for it on the CPU: a tiny registered
-experiment with an open and a sealed test is bundled from the TensorFlow
-side and run by the session script with two grid tasks side by side (no
-parse test: tests/test_grid_jax.py parses under JAX); what comes back (the
-archive of the finished runs, sealed translations included, and the opened
-seal) is restored into a fresh grid, which reports both runs.
+(`.venv-jax`, where `import tensorflow` fails) stands in for it on the CPU:
+a tiny registered experiment (`--usr_dir`) with an open test, a sealed test
+and a parse test is bundled from the TensorFlow side (bin/datagen needs
+TensorFlow) and run by the session script, two grid tasks side by side
+under a time budget. Each run trains, decodes, parses and scores under JAX
+and records that JAX trained it; what comes back (the archive of the
+finished runs, sealed translations included, and the opened seal) is
+restored into a fresh grid, which reports both runs and reads the seal
+instead of opening it again. Without the data, the JAX grid names the
+directory and says where bin/datagen runs.
 """
 
 import json
@@ -26,7 +30,7 @@ pytestmark = pytest.mark.slow
 PROBLEM = "synthetic_syntax_reorder"
 EXPERIMENT = textwrap.dedent("""
     from syntax_t2t import registry
-    from syntax_t2t.grid.experiment import Experiment, System, TranslationTest
+    from syntax_t2t.grid.experiment import Experiment, ParseTest, System, TranslationTest
 
 
     @registry.register_experiment
@@ -42,7 +46,8 @@ EXPERIMENT = textwrap.dedent("""
             translation_tests=[
                 TranslationTest("test", source=test + ".src.conllu", reference=test + ".ref.txt"),
                 TranslationTest("held_out", source="{tmp_dir}/held_out.src.conllu",
-                                reference="{tmp_dir}/held_out.ref.txt", sealed=True)])
+                                reference="{tmp_dir}/held_out.ref.txt", sealed=True)],
+            parse_tests=[ParseTest("test_trees", gold=test + ".src.conllu")])
 """)
 
 
@@ -54,10 +59,19 @@ def _grid(python, *flags, env=None):
 
 def test_a_bundled_grid_runs_in_a_gpu_session_and_its_archive_reports_here(tmp_path):
     require_jax_environment()
+    assert subprocess.run([JAX_PYTHON, "-c", "import tensorflow"],
+                          capture_output=True).returncode != 0, "the JAX side has TensorFlow"
     usr_dir = tmp_path / "usr"
     usr_dir.mkdir()
     (usr_dir / "gpu_grid_tiny.py").write_text(EXPERIMENT)
     data_dir, raw_dir = tmp_path / "data", tmp_path / "raw"
+    jax_env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    missing = _grid(JAX_PYTHON, f"--usr_dir={usr_dir}", f"--data_dir={data_dir}",
+                    f"--output_dir={tmp_path / 'unused'}", env=jax_env)
+    assert missing.returncode != 0
+    assert f"no complete data of problem {PROBLEM} in {data_dir}" in missing.stderr
+    assert "bin/datagen needs TensorFlow" in missing.stderr
+
     subprocess.run([sys.executable, os.path.join(ROOT, "bin", "datagen"), f"--problem={PROBLEM}",
                     f"--data_dir={data_dir}", f"--tmp_dir={tmp_path / 'datagen_tmp'}",
                     "--max_examples=60"], check=True, capture_output=True, timeout=600)
@@ -99,6 +113,19 @@ def test_a_bundled_grid_runs_in_a_gpu_session_and_its_archive_reports_here(tmp_p
     for seed in (1, 2):
         assert f"./runs/dep_parse/seed{seed}/tests/sealed/held_out.hyp.gz" in names
         assert f"./runs/dep_parse/seed{seed}/tests/test.hyp" in names
+    for seed in (1, 2):
+        run = unpacked / "runs" / "dep_parse" / f"seed{seed}"
+        state = json.loads((run / "grid.json").read_text())
+        assert state["backends"] == ["jax"]
+        assert set(state["stage_seconds"]) == {"train", "decode:test", "sealed:held_out",
+                                               "parse:test_trees", "score"}
+        scores = json.loads((run / "scores.json").read_text())
+        assert scores["backends"] == ["jax"] and scores["steps"] == 4
+        assert set(scores["translation"]) == {"test"}  # the sealed test is not the run's
+        assert 0 <= scores["parse"]["test_trees"]["UAS"] <= 100
+        assert len((run / "tests" / "test.hyp").read_text().splitlines()) == 60
+    results = (out / "results.md").read_text()
+    assert "Trained on the jax backend." in results and "| jax |" in results
     # Every run finished in this session, so the seal was opened there, once.
     opened = json.loads((unpacked / "sealed" / "held_out.json").read_text())
     assert set(opened["scores"]) == {"dep_parse/seed1", "dep_parse/seed2"}
