@@ -232,8 +232,9 @@ def multi30k_cs_en_confirmatory():
     `transformer_multi30k_256`), 20 seeds each, 5,000 steps of 4,096-token
     batches each (about 50 epochs) with a checkpoint every 500; the tested
     weights are the average of the last 5 checkpoints (steps 3,000-5,000); beam 4 at alpha 0.6, fixed in advance. Primary test:
-    test_2018_flickr, sealed: decoded and scored once, after every run has
-    finished (`grid/seal.py`); secondary: test_2016_flickr. The four
+    test_2018_flickr, sealed: translated by each run as it finishes, scored
+    once, after every run has finished (`grid/seal.py`; amendment 1 of the
+    pre-registration); secondary: test_2016_flickr. The four
     pre-registered contrasts are Holm-adjusted as one family.
     """
     return Experiment(
