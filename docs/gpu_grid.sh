@@ -23,11 +23,12 @@
 #
 # Settings (environment): BUDGET=540, TASKS=4, RESERVE=40,
 # EXPERIMENT=multi30k_cs_en_confirmatory, ARCHIVE=docs/runs/$EXPERIMENT,
-# PYTHON=python3, GRID_FLAGS (added to bin/grid's, e.g. --usr_dir=...).
+# BOOTSTRAP_SAMPLES=1000 (the session's progress reports), PYTHON=python3,
+# GRID_FLAGS (added to bin/grid's, e.g. --usr_dir=...).
 set -u -o pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,26p' "$0" >&2
+  sed -n '2,27p' "$0" >&2
   exit 2
 fi
 START=$(date +%s)
@@ -41,6 +42,9 @@ RESERVE=${RESERVE:-40}
 PYTHON=${PYTHON:-python3}
 EXPERIMENT=${EXPERIMENT:-multi30k_cs_en_confirmatory}
 ARCHIVE=${ARCHIVE:-$ROOT/docs/runs/$EXPERIMENT}
+# A task rewrites the report after each run: a progress report here, so fewer resamples than
+# the report of record, which `bin/grid --report_only` writes at home from the archive.
+BOOTSTRAP_SAMPLES=${BOOTSTRAP_SAMPLES:-1000}
 export KERAS_BACKEND=jax TF_CPP_MIN_LOG_LEVEL=2
 cd "$ROOT" || exit 1
 exec > >(tee -a "$OUT/session.log") 2>&1
@@ -76,7 +80,8 @@ for task in $(seq 0 $((TASKS - 1))); do
   timeout -k 20 $((LIMIT + RESERVE / 2)) \
     "$PYTHON" bin/grid --experiment="$EXPERIMENT" --output_dir="$GRID" "${PLACES[@]}" \
     --archive_dir="$ARCHIVE" --num_tasks="$TASKS" --task_id="$task" \
-    --time_budget="${LIMIT}s" ${GRID_FLAGS:-} > "$GRID/task$task.log" 2>&1 &
+    --time_budget="${LIMIT}s" --bootstrap_samples="$BOOTSTRAP_SAMPLES" ${GRID_FLAGS:-} \
+    > "$GRID/task$task.log" 2>&1 &
   pids+=($!)
 done
 statuses=()
