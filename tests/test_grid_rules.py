@@ -229,7 +229,7 @@ def test_the_report_tables_a_sealed_test_only_once_opened(tmp_path):
     test = grid.experiment.sealed_tests()[0]
     built = report.build(grid, runs, "bin/grid ...", samples=50)
     assert built["sealed"]["sealed"] == {"opened": None, "unfinished_runs": 4}
-    assert "Sealed: decoded and scored once every run has finished (4 not yet)." in \
+    assert "Sealed: translated by each run, scored once every run has finished (4 not yet)." in \
         report.markdown(built, grid.experiment)
     for run in runs:
         _finish(grid, run)

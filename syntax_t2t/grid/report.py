@@ -303,7 +303,7 @@ def markdown(report, experiment):
     for test, block in report.get("sealed", {}).items():
         lines += [f"## {test}: translation (sealed test set)", ""]
         if not block["opened"]:
-            lines += [f"Sealed: decoded and scored once every run has finished "
+            lines += [f"Sealed: translated by each run, scored once every run has finished "
                       f"({block['unfinished_runs']} not yet).", ""]
             continue
         git = block["git"]
