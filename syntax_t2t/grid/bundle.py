@@ -108,7 +108,7 @@ def write(grid_runner, bundle_dir):
                   if test.raw_source]
         parsed += [parsing.teacher_output(test) for test in experiment.parse_tests
                    if parsing.teacher_parse(test) is not None]
-        places = {key: PLACES[key] for key in there.paths if key in PLACES}
+        places = {key: PLACES[key] for key in bundle_paths(grid_runner, partial)}
         record = {
             "experiment": grid_runner.name,
             "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -112,8 +112,7 @@ def open_seal(grid_runner, runs, test):
     record = read_record(grid_runner, test)
     if record is not None:
         if record.get("settings") != current:
-            changed = sorted(key for key in set(current) | set(record.get("settings", {}))
-                             if current.get(key) != record.get("settings", {}).get(key))
+            changed = runner.differing_keys(current, record.get("settings", {}))
             raise SealError(
                 f"sealed test {test.name} was opened on {record.get('opened')} (commit "
                 f"{record.get('git', {}).get('commit')}) under other settings (they differ in "
@@ -143,8 +142,7 @@ def _translations(grid_runner, run, test):
     recorded = state.get(runner.SEALED_KEY, {}).get(test.name)
     expected = grid_runner.decoding_settings(test)
     if recorded != expected:
-        changed = sorted(key for key in set(expected) | set(recorded or {})
-                         if expected.get(key) != (recorded or {}).get(key))
+        changed = runner.differing_keys(expected, recorded or {})
         raise SealError(f"sealed test {test.name}: {run.name} translated it under other settings "
                         f"than the grid's now (they differ in {', '.join(changed)}); the seal "
                         f"scores every run under one setting and is not opened")
