@@ -48,19 +48,25 @@ _GRID_DRIVER = textwrap.dedent("""
 """)
 
 
-# A grid's program, working in a run under the grid's lock, until SIGTERM.
+# A grid's program, started as the toolkit's programs start (`cli/common.py`), working in a run
+# under the grid's lock, until SIGTERM.
 _RUN_WORKER = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
     from syntax_t2t import directory_lock
-    out = Path(sys.argv[1])
-    assert directory_lock.acquire(str(out / "run")).inherited
-    stopped = []
-    signal.signal(signal.SIGTERM, lambda number, frame: stopped.append(number))
-    (out / "ready").write_text(str(os.getpid()))
-    while not stopped:
-        time.sleep(0.01)
-    (out / "stopped").write_text("SIGTERM")
+    from syntax_t2t.cli import common
+
+    def main(argv):
+        out = Path(argv[1])
+        assert directory_lock.acquire(str(out / "run")).inherited
+        stopped = []
+        signal.signal(signal.SIGTERM, lambda number, frame: stopped.append(number))
+        (out / "ready").write_text(str(os.getpid()))
+        while not stopped:
+            time.sleep(0.01)
+        (out / "stopped").write_text("SIGTERM")
+
+    common.run(main, builtins=())
 """)
 
 _LOCKING_GRID_DRIVER = textwrap.dedent("""

@@ -33,6 +33,7 @@ ROOMS = {
     "syntax_t2t.errors": "core",
     "syntax_t2t.io_utils": "core",
     "syntax_t2t.directory_lock": "core",
+    "syntax_t2t.parent_death": "core",
     "syntax_t2t.hparams": "core",
     "syntax_t2t.registry": "core",
     "syntax_t2t.backend": "backend",

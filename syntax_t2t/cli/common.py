@@ -13,7 +13,7 @@ import sys
 
 from absl import app, flags
 
-from syntax_t2t import directory_lock, problem_options, registry
+from syntax_t2t import directory_lock, parent_death, problem_options, registry
 from syntax_t2t.cli import aliases, registration
 from syntax_t2t.errors import InputError, OutputPathError
 from syntax_t2t.hparams import HParamsError
@@ -165,6 +165,9 @@ def _run_parsed(load_main, builtins):
 
     `builtins`: as in `run`, or a function that gives them once `main` is loaded.
     """
+
+    # First: a program the grid started ends with the grid, even while it imports Keras.
+    parent_death.adopt()
 
     def guarded(argv):
         # Outside the guard: a program that fails to import is a bug, with its traceback.

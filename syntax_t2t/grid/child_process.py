@@ -6,9 +6,9 @@ lock, so it may work there while any other process is refused. It runs in a
 session of its own (a terminal's Ctrl-C reaches it through the grid only,
 see `PassedOnSignals`), so a grid killed outright (SIGKILL, which it cannot
 pass on) would leave it running, holding the run, and a rerun of the grid
-would find the run taken; on Linux the kernel therefore sends it SIGTERM
-when the grid dies (`PR_SET_PDEATHSIG`), and bin/train saves a checkpoint
-and stops as it does on a user's SIGTERM.
+would find the run taken; so it is named the grid's child in its environment
+and asks the kernel for SIGTERM when the grid dies (`parent_death`), on
+which bin/train saves a checkpoint and stops as it does on a user's SIGTERM.
 
 Programs run under the grid's Keras backend, named to them in
 `KERAS_BACKEND` (not left to a `keras.json` they might read differently),
@@ -16,19 +16,15 @@ so that the backend the grid records for a run (`grid/backend_record.py`) is the
 one that trained it.
 """
 
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 
 from absl import logging
 
-from syntax_t2t import directory_lock
+from syntax_t2t import directory_lock, parent_death
 from syntax_t2t.grid import backend_record
 from syntax_t2t.training.stop_signals import StopSignals
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class PassedOnSignals(StopSignals):
@@ -57,29 +53,13 @@ class PassedOnSignals(StopSignals):
             self.process.send_signal(number)
 
 
-def _terminated_with_parent():
-    """A `preexec_fn` that has the kernel send the child SIGTERM when this process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    parent = os.getpid()
-    # Loaded here, not between fork and exec, where only async-signal-safe work belongs.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def preexec():
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:  # the grid died before the request was in place
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
-
-
 def start(command, log) -> subprocess.Popen:
     """Starts `command`, its output to the open file `log`, under this process's directory locks.
 
     Returns:
         The running `subprocess.Popen`.
     """
-    env = dict(os.environ, KERAS_BACKEND=backend_record.current())
+    env = parent_death.child_environment(dict(os.environ, KERAS_BACKEND=backend_record.current()))
+    # No preexec_fn: the child makes its own death request (`parent_death.adopt`).
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=_terminated_with_parent(),
-                            **directory_lock.child_process_arguments(env))
+                            start_new_session=True, **directory_lock.child_process_arguments(env))
