@@ -224,6 +224,23 @@ def test_a_run_that_translated_the_sealed_test_under_other_settings_keeps_the_se
     assert not os.path.exists(seal.record_path(grid, test))
 
 
+def test_a_raw_text_sealed_test_is_scored_only_on_the_parse_every_run_read(tmp_path):
+    """A raw-text test is decoded from its parse (`G/sources/<test>.conllu`, made once per grid or
+    bundle): the same text parsed by another parser version is other input."""
+    grid, runs = _sealed_experiment(tmp_path, translation_tests=[TranslationTest(
+        "sealed", "{data_dir}/sealed.src", "{data_dir}/sealed.ref", sealed=True, raw_source=True)])
+    test = grid.experiment.sealed_tests()[0]
+    parse = Path(grid.output_dir) / "sources" / "sealed.conllu"
+    parse.parent.mkdir(parents=True)
+    parse.write_text("1\ty\t_\t_\t_\t_\t0\troot\t_\t_\n\n" * len(REFERENCES))
+    for run in runs:
+        _finish(grid, run)
+    parse.write_text(parse.read_text().replace("\troot\t", "\tROOT\t"))
+    with pytest.raises(seal.SealError, match="differ in parsed_source_sha256"):
+        seal.open_seal(grid, runs, test)
+    assert not os.path.exists(seal.record_path(grid, test))
+
+
 def test_the_report_tables_a_sealed_test_only_once_opened(tmp_path):
     grid, runs = _sealed_experiment(tmp_path)
     test = grid.experiment.sealed_tests()[0]

@@ -424,10 +424,14 @@ class GridRunner:
     def decoding_settings(self, test):
         """What a test's translations depend on besides the run: files, decoding, checkpoint."""
         experiment = self.experiment
-        return {"source_sha256": io_utils.sha256_file(self.path(test.source)),
-                "raw_source": test.raw_source, "detokenize": test.detokenize,
-                "decode_hparams": experiment.decode_hparams, "checkpoint": experiment.checkpoint,
-                "average_checkpoints": experiment.average_checkpoints}
+        settings = {"source_sha256": io_utils.sha256_file(self.path(test.source)),
+                    "raw_source": test.raw_source, "detokenize": test.detokenize,
+                    "decode_hparams": experiment.decode_hparams,
+                    "checkpoint": experiment.checkpoint,
+                    "average_checkpoints": experiment.average_checkpoints}
+        if test.raw_source:  # the words decoded are the parser's: another parser, other input
+            settings["parsed_source_sha256"] = io_utils.sha256_file(self.test_source(test))
+        return settings
 
     def decode_sealed(self, run, test, state):
         """Translates a sealed test into the run; `state` records the settings it was under."""
