@@ -17,7 +17,8 @@
 #      archived as it finishes, its sealed-test translations with it;
 #   3. packs the archive records written in this session into OUT/archive.tar.gz
 #      (unpack it over $ARCHIVE here and commit), and copies the report
-#      (results.md) and the tasks' logs (grid_tasks.log) into OUT.
+#      (results.md) and the tasks' logs with the training progress of every
+#      run trained here, finished or not (grid_tasks.log), into OUT.
 # Six files come back (at most 8 may): session.log, summary.txt, versions.txt,
 # archive.tar.gz, results.md, grid_tasks.log.
 #
@@ -28,7 +29,7 @@
 set -u -o pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,27p' "$0" >&2
+  sed -n '2,28p' "$0" >&2
   exit 2
 fi
 START=$(date +%s)
@@ -96,6 +97,12 @@ for task in $(seq 0 $((TASKS - 1))); do
   echo "=== task $task"
   tail -n 40 "$GRID/task$task.log"
 done > "$OUT/grid_tasks.log"
+# The training speed of every run trained here, finished or not: a run the budget stopped
+# leaves nothing else behind (its checkpoints stay on the machine).
+find "$GRID/runs" -name train.log -newer "$STAMP" 2> /dev/null | sort | while read -r log; do
+  echo "=== ${log#"$GRID"/runs/}"
+  grep -E "progress.py|dev_translation.py|stopped" "$log" | tail -n 12
+done >> "$OUT/grid_tasks.log"
 cp "$GRID/results.md" "$OUT/" 2> /dev/null
 NEW=$(cd "$ARCHIVE" && find . -type f -newer "$STAMP" | sort)
 if [ -n "$NEW" ]; then

@@ -106,6 +106,10 @@ def test_a_bundled_grid_runs_in_a_gpu_session_and_its_archive_reports_here(tmp_p
         "archive.tar.gz", "grid_tasks.log", "results.md", "session.log", "summary.txt",
         "versions.txt"]
     assert "backend jax" in (out / "versions.txt").read_text()
+    tasks_log = (out / "grid_tasks.log").read_text()
+    for seed in (1, 2):  # the training speed of each run, which a budget-stopped run keeps too
+        progress = tasks_log.split(f"=== dep_parse/seed{seed}/train.log\n")[1]
+        assert "step 4/4" in progress.split("===")[0]
     with tarfile.open(out / "archive.tar.gz") as packed:
         names = set(packed.getnames())
         unpacked = tmp_path / "unpacked"
