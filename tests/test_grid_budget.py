@@ -184,6 +184,8 @@ def test_each_run_records_its_backend_and_a_mixed_report_says_so(tmp_path):
     note = " ".join(report._backend_note(grouped))
     assert "**Mixed backends**" in note and "jax: b/seed1, b/seed2; tensorflow: a/seed1" in note
     assert report._backend_note({"jax": ["b/seed1"]})[0] == "Trained on the jax backend."
+    assert "backend the runs were trained on was not recorded" in report._backend_note(
+        {"unrecorded": ["b/seed1"]})[0]
     row = report._training_row("b", {"seed": 1, "steps": 5, "train_seconds": 60,
                                      "backends": ["jax"]})
     assert row.endswith("| jax |")

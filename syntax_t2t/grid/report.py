@@ -452,7 +452,11 @@ def _backend_note(grouped):
     if not grouped:
         return []
     if len(grouped) == 1:
-        return [f"Trained on the {next(iter(grouped))} backend.", ""]
+        label = next(iter(grouped))
+        if label == backend_record.UNRECORDED:
+            return ["The Keras backend the runs were trained on was not recorded (they were "
+                    "scored before bin/grid recorded it).", ""]
+        return [f"Trained on the {label} backend.", ""]
     parts = "; ".join(f"{label}: {', '.join(names)}" for label, names in sorted(grouped.items()))
     return [f"**Mixed backends**: these runs were not all trained on one Keras backend ({parts}). "
             "The backends compute the same models to float rounding, but training amplifies "
