@@ -251,9 +251,9 @@ def remove_orphaned_temporaries(directory: PathLike, name_prefix: str) -> list[s
     return removed
 
 
-def _fsync_directory(directory: str) -> None:
-    # Makes the rename itself durable; some file systems cannot fsync a
-    # directory, and the data is already safe in that case anyway.
+def fsync_directory(directory: str) -> None:
+    """Makes a rename into `directory` durable (a no-op where the file system cannot sync it)."""
+    # Some file systems cannot fsync a directory; the rename is still atomic there.
     try:
         descriptor = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -380,7 +380,7 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-    _fsync_directory(os.path.dirname(os.path.abspath(path)))
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def atomic_write_text(path: PathLike, text: str, encoding: str = "utf-8") -> None:

@@ -30,6 +30,7 @@ from typing import Callable, Mapping, Optional
 
 import numpy as np
 
+from syntax_t2t import io_utils
 from syntax_t2t.checkpointing.errors import CorruptCheckpointError
 from syntax_t2t.io_utils import sha256_file
 
@@ -40,19 +41,6 @@ ARRAYS_FILE = "arrays.npz"
 STEP_KEY = "step"
 STAGING_INFIX = ".tmp-"
 REPLACED_INFIX = ".old-"
-
-
-def _fsync_directory(directory: str) -> None:
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass  # some file systems cannot sync a directory; the rename is still atomic
-    finally:
-        os.close(descriptor)
 
 
 def _sync_file(path: str) -> None:
@@ -116,7 +104,7 @@ def write_checkpoint(directory: str, name: str, step: int, arrays: Mapping[str, 
             stream.flush()
             os.fsync(stream.fileno())
         for sub_directory, _, _ in os.walk(staging):
-            _fsync_directory(sub_directory)
+            io_utils.fsync_directory(sub_directory)
         install(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -133,7 +121,7 @@ def install(staging: str, final: str) -> None:
         os.rmdir(aside)
         os.rename(final, aside)
     os.rename(staging, final)
-    _fsync_directory(directory)
+    io_utils.fsync_directory(directory)
     if aside is not None:
         remove(aside)
 
