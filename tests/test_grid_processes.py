@@ -4,6 +4,7 @@ Split from `test_grid.py`: these tests start a grid driver and a stand-in
 program as real processes and send them signals.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from syntax_t2t import directory_lock
-from syntax_t2t.grid import runner
+from syntax_t2t.grid import backend_record, child_process, runner
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -152,3 +153,26 @@ def test_a_stopped_grid_lets_its_program_stop_cleanly(tmp_path, number, whole_gr
                 os.kill(int(ready.read_text()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def _environment_of_started_program(tmp_path, compilation_cache):
+    with open(tmp_path / "env.log", "w") as log:
+        code = "import json, os; print(json.dumps(dict(os.environ)))"
+        process = child_process.start([sys.executable, "-c", code], log, compilation_cache)
+        assert process.wait(timeout=60) == 0
+    return json.loads((tmp_path / "env.log").read_text())
+
+
+@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
+def test_programs_on_jax_share_the_grids_compilation_cache(tmp_path, monkeypatch, backend):
+    """Every seed of a system compiles the same XLA programs (one per batch shape): on JAX the
+    grid's programs keep them in one cache; a cache the user named is kept."""
+    monkeypatch.setattr(backend_record, "current", lambda: backend)
+    monkeypatch.delenv(child_process.COMPILATION_CACHE_ENV, raising=False)
+    cache = str(tmp_path / "G" / runner.COMPILATION_CACHE)
+    env = _environment_of_started_program(tmp_path, cache)
+    assert env["KERAS_BACKEND"] == backend
+    assert env.get(child_process.COMPILATION_CACHE_ENV) == (cache if backend == "jax" else None)
+    monkeypatch.setenv(child_process.COMPILATION_CACHE_ENV, str(tmp_path / "mine"))
+    env = _environment_of_started_program(tmp_path, cache)
+    assert env[child_process.COMPILATION_CACHE_ENV] == str(tmp_path / "mine")

@@ -13,18 +13,23 @@ which bin/train saves a checkpoint and stops as it does on a user's SIGTERM.
 Programs run under the grid's Keras backend, named to them in
 `KERAS_BACKEND` (not left to a `keras.json` they might read differently),
 so that the backend the grid records for a run (`grid/backend_record.py`) is the
-one that trained it.
+one that trained it. On JAX they share one persistent compilation cache in
+the grid directory (`start`'s `compilation_cache`).
 """
 
 import os
 import signal
 import subprocess
+from typing import Optional
 
 from absl import logging
 
 from syntax_t2t import directory_lock, parent_death
 from syntax_t2t.grid import backend_record
 from syntax_t2t.training.stop_signals import StopSignals
+
+#: JAX's persistent compilation cache (read by JAX when it is imported).
+COMPILATION_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
 
 
 class PassedOnSignals(StopSignals):
@@ -53,13 +58,27 @@ class PassedOnSignals(StopSignals):
             self.process.send_signal(number)
 
 
-def start(command, log) -> subprocess.Popen:
+def start(command, log, compilation_cache: Optional[str] = None) -> subprocess.Popen:
     """Starts `command`, its output to the open file `log`, under this process's directory locks.
+
+    Args:
+        command: the program and its arguments.
+        log: an open file for its standard output and error.
+        compilation_cache: on the JAX backend, the directory where the program
+            keeps the XLA programs it compiles and finds those that earlier
+            programs compiled (`JAX_COMPILATION_CACHE_DIR`; one the environment
+            names already is kept). Each batch shape of a training or decoding
+            step is a program of its own, and every seed of a system compiles
+            the same ones (docs/performance.md, "The JAX compilation cache").
 
     Returns:
         The running `subprocess.Popen`.
     """
-    env = parent_death.child_environment(dict(os.environ, KERAS_BACKEND=backend_record.current()))
+    backend = backend_record.current()
+    env = dict(os.environ, KERAS_BACKEND=backend)
+    if backend == "jax" and compilation_cache and not env.get(COMPILATION_CACHE_ENV):
+        env[COMPILATION_CACHE_ENV] = compilation_cache
+    env = parent_death.child_environment(env)
     # No preexec_fn: the child makes its own death request (`parent_death.adopt`).
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                             start_new_session=True, **directory_lock.child_process_arguments(env))

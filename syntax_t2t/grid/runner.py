@@ -19,6 +19,8 @@ Layout of the grid directory `G` (`bin/grid --output_dir`):
     G/sealed/<test>.json, <test>/     a sealed test's record and the translations
                                       it scored (`grid/seal.py`)
     G/results.md, results.json, *.png the report (`grid/report.py`)
+    G/jax_compilation_cache/          XLA programs the runs compiled on JAX, shared
+                                      by all (`grid/child_process.py`)
 
 Every stage runs the project's own programs as subprocesses (bin/train,
 bin/average_checkpoints, bin/decode, bin/parse), so a run is exactly what a
@@ -84,6 +86,8 @@ STAGE_SECONDS = "stage_seconds"
 LEGACY_LOCK_FILE = "grid.lock"
 #: The `grid.json` key of the settings each sealed test was translated under.
 SEALED_KEY = "sealed"
+#: The grid directory's JAX compilation cache, shared by every run's programs.
+COMPILATION_CACHE = "jax_compilation_cache"
 
 
 class GridError(RuntimeError):
@@ -345,7 +349,8 @@ class GridRunner:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n$ {' '.join(command)}\n")
             log.flush()
-            with child_process.start(command + self.extra_flags, log) as process:
+            with child_process.start(command + self.extra_flags, log,
+                                     os.path.join(self.output_dir, COMPILATION_CACHE)) as process:
                 with PassedOnSignals(process) as signals:
                     returncode, out_of_time = self._wait(process)
         if signals.received is not None:
