@@ -64,9 +64,9 @@ _PROGRAM = """
 
 
 def test_a_program_whose_parent_is_already_gone_stops_before_its_main(tmp_path):
-    # A process id that is not this program's parent stands for a grid that died between
-    # starting the program and the program's request.
-    env = dict(os.environ, **{parent_death.PARENT_ENV: "1"})
+    # A process id that is not this program's parent (this test's own parent's) stands for a
+    # grid that died between starting the program and the program's request.
+    env = dict(os.environ, **{parent_death.PARENT_ENV: str(os.getppid())})
     result = _python(_PROGRAM, tmp_path / "ran", env=env)
     assert result.returncode == -signal.SIGTERM, result.stderr
     assert not (tmp_path / "ran").exists()
