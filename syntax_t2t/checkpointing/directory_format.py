@@ -32,7 +32,6 @@ import numpy as np
 
 from syntax_t2t import io_utils
 from syntax_t2t.checkpointing.errors import CorruptCheckpointError
-from syntax_t2t.io_utils import sha256_file
 
 FORMAT = "syntax_t2t.checkpoint"
 VERSION = 1
@@ -92,7 +91,7 @@ def write_checkpoint(directory: str, name: str, step: int, arrays: Mapping[str, 
         for relative in _files_under(staging):
             path = os.path.join(staging, relative)
             _sync_file(path)
-            files[relative] = {"bytes": os.path.getsize(path), "sha256": sha256_file(path)}
+            files[relative] = {"bytes": os.path.getsize(path), "sha256": io_utils.sha256_file(path)}
         parts = sorted({key.split("/", 1)[0] for key in arrays}
                        | {os.path.splitext(file_name)[0] for file_name in json_files or {}}
                        | set(writers or {}))
@@ -239,7 +238,7 @@ def open_checkpoint(path: str, verify: bool = True) -> StoredCheckpoint:
             size = os.path.getsize(file_path)
             if size != expected["bytes"]:
                 raise _damaged(file_path, f"{size} bytes, the manifest says {expected['bytes']}")
-            if sha256_file(file_path) != expected["sha256"]:
+            if io_utils.sha256_file(file_path) != expected["sha256"]:
                 raise _damaged(file_path, "its SHA-256 differs from the manifest's")
     return StoredCheckpoint(path=path, step=int(manifest["step"]),
                             parts=frozenset(manifest.get("parts", ())))

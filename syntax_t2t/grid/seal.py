@@ -132,15 +132,15 @@ def open_seal(grid_runner, runs, test):
         return _score(grid_runner, runs, test, current)
 
 
-def _translations(grid_runner, run, test):
-    """The run's translations of the sealed test, checked against the grid's settings now."""
+def _translations(run, test, expected):
+    """The run's translations of the sealed test, checked against the grid's decoding settings
+    now (`expected`)."""
     state = runner.read_json(os.path.join(run.directory, runner.STATE_FILE)) or {}
     path = archive.run_file(run, runner.sealed_output(test))
     if not os.path.exists(path):
         raise SealError(f"sealed test {test.name}: {run.name} has no translations of it "
                         f"({path}); its stage sealed:{test.name} did not run")
     recorded = state.get(runner.SEALED_KEY, {}).get(test.name)
-    expected = grid_runner.decoding_settings(test)
     if recorded != expected:
         changed = runner.differing_keys(expected, recorded or {})
         raise SealError(f"sealed test {test.name}: {run.name} translated it under other settings "
@@ -151,7 +151,8 @@ def _translations(grid_runner, run, test):
 
 def _score(grid_runner, runs, test, current):
     """Scores every run's translations of the sealed test; writes the record last."""
-    sources = {run.name: _translations(grid_runner, run, test) for run in runs}
+    expected = grid_runner.decoding_settings(test)  # hashes the source (and its parse) once
+    sources = {run.name: _translations(run, test, expected) for run in runs}
     references = translation.read_segments(grid_runner.path(test.reference))
     scores, digests = {}, {}
     for run in runs:
