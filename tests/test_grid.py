@@ -281,6 +281,51 @@ def test_another_experiments_record_of_the_same_run_is_restored_and_says_so(tmp_
     assert state["restored_from"]["experiment"] == "short"
 
 
+def test_an_interrupted_store_or_restore_leaves_no_half_record(tmp_path, monkeypatch):
+    """Ctrl-C in the middle of copying a record: the previous record stays whole, no
+    `.partial-<pid>` directory is left (a later store runs under another pid and never removes
+    it), and an interrupted restore leaves neither the run nor a half-copy."""
+    experiment = _experiment(train_steps=300, translation_tests=[
+        TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref")])
+    run = _finished_run_with_record(tmp_path / "G", experiment)
+    grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),
+                             {"data_dir": str(tmp_path / "G")})
+    assert archive.store(grid, run, str(tmp_path / "A")) is True
+    record = tmp_path / "A" / "runs" / "base" / "seed1"
+    before = {path: path.read_bytes() for path in record.rglob("*") if path.is_file()}
+    (Path(run.directory) / "flags.txt").write_text("changed")
+    real_copyfile, copies = archive.shutil.copyfile, []
+
+    def interrupted_copyfile(source, destination):
+        copies.append(source)
+        if len(copies) == 2:
+            raise KeyboardInterrupt
+        return real_copyfile(source, destination)
+
+    monkeypatch.setattr(archive.shutil, "copyfile", interrupted_copyfile)
+    with pytest.raises(KeyboardInterrupt):
+        archive.store(grid, run, str(tmp_path / "A"))
+    assert len(copies) == 2
+    assert sorted(os.listdir(record.parent)) == ["seed1"]
+    assert {path: path.read_bytes() for path in record.rglob("*") if path.is_file()} == before
+    monkeypatch.undo()
+
+    real_copytree = archive.shutil.copytree
+
+    def copy_then_interrupt(*args, **kwargs):
+        real_copytree(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(archive.shutil, "copytree", copy_then_interrupt)
+    other = runner.GridRunner(experiment, "short", str(tmp_path / "G2"),
+                              {"data_dir": str(tmp_path / "D2")})
+    there = runner.plan(experiment, str(tmp_path / "G2"))[0]
+    with pytest.raises(KeyboardInterrupt):
+        archive.restore(other, there, str(tmp_path / "A"))
+    assert not os.path.exists(there.directory)
+    assert os.listdir(os.path.dirname(there.directory)) == []
+
+
 def test_unfinished_runs_are_not_archived_and_foreign_records_are_refused(tmp_path):
     experiment = _experiment(train_steps=300)
     grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),

@@ -105,6 +105,32 @@ def _record_files(grid_runner, run):
     return files
 
 
+def install_copy(run, source, state, ignore=None):
+    """Copies the directory `source` to the run's place with `state` as its `grid.json`.
+
+    The copy is made beside the run's directory and renamed into place, so
+    the run appears whole or not at all.
+
+    Returns:
+        False when another process put the run there first (the copy is dropped).
+    """
+    partial = f"{run.directory}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        shutil.copytree(source, partial, ignore=ignore)
+        runner.write_json(os.path.join(partial, runner.STATE_FILE), state)
+    except BaseException:  # as in `store`: no half-copy left under this pid's name
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    os.makedirs(os.path.dirname(run.directory), exist_ok=True)
+    try:
+        os.rename(partial, run.directory)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        return False
+    return True
+
+
 def _replace_dir(partial, target):
     """Puts the directory `partial` at `target`, replacing what was there.
 
@@ -139,19 +165,25 @@ def store(grid_runner, run, archive_dir):
     target = record_dir(archive_dir, run)
     partial = f"{target}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    for source_name, record_name, compress in _record_files(grid_runner, run):
-        source = os.path.join(run.directory, source_name)
-        if not os.path.exists(source):
-            continue
-        destination = os.path.join(partial, record_name)
-        os.makedirs(os.path.dirname(destination), exist_ok=True)
-        if compress:
-            with open(source, "rb") as stream:
-                data = gzip.compress(stream.read(), mtime=0)
-            with open(destination, "wb") as stream:
-                stream.write(data)
-        else:
-            shutil.copyfile(source, destination)
+    try:
+        for source_name, record_name, compress in _record_files(grid_runner, run):
+            source = os.path.join(run.directory, source_name)
+            if not os.path.exists(source):
+                continue
+            destination = os.path.join(partial, record_name)
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            if compress:
+                with open(source, "rb") as stream:
+                    data = gzip.compress(stream.read(), mtime=0)
+                with open(destination, "wb") as stream:
+                    stream.write(data)
+            else:
+                shutil.copyfile(source, destination)
+    except BaseException:
+        # Ctrl-C or a full disk mid-copy: the next store runs under another pid and would not
+        # find this one's half-record to remove.
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     os.makedirs(os.path.dirname(target), exist_ok=True)
     _replace_dir(partial, target)
     return True
@@ -196,7 +228,7 @@ def restore(grid_runner, run, archive_dir):
         state["restored_from"]["experiment"] = theirs.get("experiment")
     if os.path.isdir(run.directory) and set(os.listdir(run.directory)) <= {runner.LOCK_FILE}:
         shutil.rmtree(run.directory)  # a lock file alone: nothing of the run was written
-    if not runner.install_copy(run, source, state):
+    if not install_copy(run, source, state):
         return False  # something else appeared there meanwhile: it wins
     logging.info("%s: restored from %s", run.name, source)
     return True

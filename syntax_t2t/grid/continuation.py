@@ -12,7 +12,7 @@ import shutil
 from absl import logging
 
 from syntax_t2t.checkpointing import discovery
-from syntax_t2t.grid import backend_record, runner
+from syntax_t2t.grid import archive, backend_record, runner
 
 #: What `--continue_from` may change: the configuration keys of the budget.
 BUDGET_KEYS = ("experiment", "train_steps", "early_stopping_patience")
@@ -69,7 +69,7 @@ def continue_from(grid_runner, run, source_grid):
     state = {"config": ours, "done": {}, "continued_from": os.path.abspath(source),
              "wall_seconds": source_state.get("wall_seconds", 0.0),
              backend_record.STATE_KEY: backend_record.of_state(source_state)}
-    if runner.install_copy(run, source, state, ignore=shutil.ignore_patterns(
+    if archive.install_copy(run, source, state, ignore=shutil.ignore_patterns(
             runner.STATE_FILE, runner.LOCK_FILE, runner.LEGACY_LOCK_FILE, runner.SCORES_FILE,
             "tests", "averaged")):
         logging.info("%s: continues %s (copied)", run.name, source)

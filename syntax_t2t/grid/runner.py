@@ -60,7 +60,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -204,28 +203,6 @@ def differing_keys(config, other, ignore=()):
 
 def write_json(path, value):
     io_utils.atomic_write_text(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
-
-
-def install_copy(run, source, state, ignore=None):
-    """Copies the directory `source` to the run's place with `state` as its `grid.json`.
-
-    The copy is made beside the run's directory and renamed into place, so
-    the run appears whole or not at all.
-
-    Returns:
-        False when another process put the run there first (the copy is dropped).
-    """
-    partial = f"{run.directory}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(source, partial, ignore=ignore)
-    write_json(os.path.join(partial, STATE_FILE), state)
-    os.makedirs(os.path.dirname(run.directory), exist_ok=True)
-    try:
-        os.rename(partial, run.directory)
-    except OSError:
-        shutil.rmtree(partial, ignore_errors=True)
-        return False
-    return True
 
 
 def is_done(run, state, key):
