@@ -229,7 +229,8 @@ def _finished_run_with_record(grid_dir, experiment):
     return run
 
 
-def test_a_finished_run_is_archived_without_its_weights_and_restored_into_another_grid(tmp_path):
+def _stored_run(tmp_path):
+    """A finished run in grid `G`, stored in archive `A`: `(experiment, run, grid, record dir)`."""
     experiment = _experiment(train_steps=300, translation_tests=[
         TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref")])
     run = _finished_run_with_record(tmp_path / "G", experiment)
@@ -237,6 +238,11 @@ def test_a_finished_run_is_archived_without_its_weights_and_restored_into_anothe
                              {"data_dir": str(tmp_path / "G")})
     assert archive.store(grid, run, str(tmp_path / "A")) is True
     record = tmp_path / "A" / "runs" / "base" / "seed1"
+    return experiment, run, grid, record
+
+
+def test_a_finished_run_is_archived_without_its_weights_and_restored_into_another_grid(tmp_path):
+    experiment, run, grid, record = _stored_run(tmp_path)
     assert sorted(str(p.relative_to(record)) for p in record.rglob("*") if p.is_file()) == sorted([
         "environment.json", "flags.txt", runner.STATE_FILE, "hparams.json", runner.SCORES_FILE,
         "test.log.gz", "tests/test.hyp", "train.log.gz", "training_time.json",
@@ -285,13 +291,7 @@ def test_an_interrupted_store_or_restore_leaves_no_half_record(tmp_path, monkeyp
     """Ctrl-C in the middle of copying a record: the previous record stays whole, no
     `.partial-<pid>` directory is left (a later store runs under another pid and never removes
     it), and an interrupted restore leaves neither the run nor a half-copy."""
-    experiment = _experiment(train_steps=300, translation_tests=[
-        TranslationTest("test", "{data_dir}/test.src", "{data_dir}/test.ref")])
-    run = _finished_run_with_record(tmp_path / "G", experiment)
-    grid = runner.GridRunner(experiment, "short", str(tmp_path / "G"),
-                             {"data_dir": str(tmp_path / "G")})
-    assert archive.store(grid, run, str(tmp_path / "A")) is True
-    record = tmp_path / "A" / "runs" / "base" / "seed1"
+    experiment, run, grid, record = _stored_run(tmp_path)
     before = {path: path.read_bytes() for path in record.rglob("*") if path.is_file()}
     (Path(run.directory) / "flags.txt").write_text("changed")
     real_copyfile, copies = archive.shutil.copyfile, []
