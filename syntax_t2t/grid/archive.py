@@ -105,7 +105,7 @@ def _record_files(grid_runner, run):
     return files
 
 
-def install_copy(run, source, state, ignore=None):
+def install_copy(run: runner.Run, source: str, state: dict, ignore=None) -> bool:
     """Copies the directory `source` to the run's place with `state` as its `grid.json`.
 
     The copy is made beside the run's directory and renamed into place, so
