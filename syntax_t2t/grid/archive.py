@@ -35,6 +35,7 @@ this grid's archive from another's is restored when the run is the same run,
 and `grid.json` says where it came from.
 """
 
+import contextlib
 import gzip
 import os
 import shutil
@@ -105,6 +106,20 @@ def _record_files(grid_runner, run):
     return files
 
 
+@contextlib.contextmanager
+def _removed_if_interrupted(partial: str):
+    """Removes the directory `partial` if the block raises (Ctrl-C, a full disk mid-copy).
+
+    The next store or copy runs under another pid and would not find this
+    one's half-record to remove.
+    """
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
 def install_copy(run: runner.Run, source: str, state: dict, ignore=None) -> bool:
     """Copies the directory `source` to the run's place with `state` as its `grid.json`.
 
@@ -116,12 +131,9 @@ def install_copy(run: runner.Run, source: str, state: dict, ignore=None) -> bool
     """
     partial = f"{run.directory}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    try:
+    with _removed_if_interrupted(partial):
         shutil.copytree(source, partial, ignore=ignore)
         runner.write_json(os.path.join(partial, runner.STATE_FILE), state)
-    except BaseException:  # as in `store`: no half-copy left under this pid's name
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     os.makedirs(os.path.dirname(run.directory), exist_ok=True)
     try:
         os.rename(partial, run.directory)
@@ -165,7 +177,7 @@ def store(grid_runner, run, archive_dir):
     target = record_dir(archive_dir, run)
     partial = f"{target}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    try:
+    with _removed_if_interrupted(partial):
         for source_name, record_name, compress in _record_files(grid_runner, run):
             source = os.path.join(run.directory, source_name)
             if not os.path.exists(source):
@@ -179,11 +191,6 @@ def store(grid_runner, run, archive_dir):
                     stream.write(data)
             else:
                 shutil.copyfile(source, destination)
-    except BaseException:
-        # Ctrl-C or a full disk mid-copy: the next store runs under another pid and would not
-        # find this one's half-record to remove.
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     os.makedirs(os.path.dirname(target), exist_ok=True)
     _replace_dir(partial, target)
     return True
