@@ -178,6 +178,12 @@ def _run_parsed(load_main, builtins):
             aliases.apply()
             load_registry(builtins() if callable(builtins) else builtins)
             return main(argv)
+        except KeyboardInterrupt:
+            # Ctrl-C outside a handler of the program's own (bin/train saves and stops; bin/grid
+            # passes it on to the program it runs): the same unwinding as SIGTERM's, one line.
+            print("error: stopped by SIGINT; temporary files were removed, and nothing "
+                  "half-written was left", file=sys.stderr)
+            sys.exit(128 + signal.SIGINT)
         except problem_options.ProblemOptionsHelp as listing:
             print(listing)  # --problem_options=help
             sys.exit(0)
