@@ -521,12 +521,15 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
                      "BLEU_mean_sd": (39.0, 0.75), "chrF_mean_sd": (58.0, 0.0)},
             "parse": {"seeds": [1, 2, 3], "BLEU": [39.33, 38.71, 38.92], "chrF": [58.0] * 3,
                       "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0)}}
-    contrasts = {"pooled_seed_sd": {"sd": 0.57774, "df": 4, "systems": 2}, "comparisons": [
+    contrasts = {"pooled_seed_sd": {"sd": 0.57774, "df": 4, "systems": 2,
+                                    "ci95": [0.34614, 1.66017]}, "comparisons": [
         {"system": "parse", "against": "base", "seeds": [3, 3], "delta": -0.01,
          "t_test": {"p_value": 0.973, "t": -0.02, "df": 4, "ci": [-1.32, 1.30]}, "holm_p": 0.973,
          "bootstrap": {"p_value": 0.968, "ci": [-1.04, 1.04]}, "per_seed_p": {"1": 0.006},
          "detectable": 1.7536}],
-        "seeds_needed": {"systems": 2, "seeds": {"0.5": 22, "1": 7}}}
+        "seeds_needed": {"systems": 2, "seeds": {"0.5": 22, "1": 7},
+                         "upper_bound": {"confidence": 0.8, "sd": 0.89987,
+                                         "seeds": {"0.5": 52, "1": 14}}}}
     built = {"experiment": "toy", "command": "bin/grid ...", "problem": experiment.problem,
              "hparams_set": experiment.hparams_set, "checkpoint": "best", "baseline": "base",
              "decode_hparams": "", "systems": {}, "tests": {"test": rows},
@@ -542,9 +545,12 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     assert cells["p (t, pooled seed sd)"] == "0.973" and cells["p Holm"] == "0.973"
     assert cells["p (two-level bootstrap)"] == "0.968"
     assert cells["p per seed (paired bootstrap)"] == "s1: 0.006"
-    assert "Seed sd pooled over the systems with several seeds: 0.578 BLEU (4 degrees" in text
+    assert ("Seed sd pooled over the systems with several seeds: 0.578 BLEU (4 degrees of "
+            "freedom, 2 systems; 95% CI [0.346, 1.660], χ²)." in text)
     assert ("Seeds a system needed at this sd, with each of the table's 2 systems" in text
             and "0.5 BLEU from 22 seeds; 1 BLEU from 7 seeds." in text)
+    assert ("at its one-sided 80% upper confidence bound, 0.900 BLEU (χ², Browne 1995): "
+            "0.5 BLEU from 52 seeds; 1 BLEU from 14 seeds." in text)
     assert "every p two-sided" in text and "10000 resamples" in text
     score_header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
     base = next(line for line in lines if line.startswith("| base |"))

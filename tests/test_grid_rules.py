@@ -304,6 +304,14 @@ def test_a_one_seed_system_gets_a_t_test_with_the_pooled_sd_and_no_bootstrap_p(t
     assert needed["systems"] == 3
     for difference, count in needed["seeds"].items():
         assert count == seed_significance.seeds_needed(pooled["sd"], float(difference), systems=3)
+    # Three df leave the sd uncertain: its interval, and the counts at its 80% upper bound.
+    assert pooled["ci95"] == pytest.approx(
+        seed_significance.sd_confidence_interval(pooled["sd"], 3))
+    assert pooled["ci95"][0] < pooled["sd"] < needed["upper_bound"]["sd"] < pooled["ci95"][1]
+    for difference, count in needed["upper_bound"]["seeds"].items():
+        assert count == seed_significance.seeds_needed(
+            needed["upper_bound"]["sd"], float(difference), systems=3)
+        assert count is None or count >= needed["seeds"][difference]
 
 
 def test_the_pilot_and_the_confirmatory_experiment_follow_the_rules():

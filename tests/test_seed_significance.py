@@ -1,6 +1,7 @@
 """The seed-aware significance test against hand computation and sacreBLEU."""
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -193,3 +194,34 @@ def test_t_test_pools_the_two_systems_without_a_given_sd():
 
 def test_ten_thousand_resamples_by_default():
     assert seed_significance.DEFAULT_SAMPLES == 10_000
+
+
+def test_the_sd_interval_of_the_pilots_first_two_seeds_by_hand():
+    """results.md: relative_tree_distance seeds 1 and 2, 40.22 and 40.54 (sd 0.226, one df).
+    Printed chi-square(1) quantiles: 0.000982 and 5.024; 0.0642 at 20%."""
+    sd = statistics.stdev([40.22, 40.54])
+    low, high = seed_significance.sd_confidence_interval(sd, 1)
+    assert (low, high) == pytest.approx((sd / 5.024 ** 0.5, sd / 0.000982 ** 0.5), rel=1e-3)
+    assert high / low == pytest.approx(71.5, abs=0.1)  # one df says next to nothing
+    assert seed_significance.sd_upper_confidence_bound(sd, 1, 0.8) == pytest.approx(
+        sd / 0.0642 ** 0.5, rel=1e-3)
+    # At six df (two seeds of each of six systems): a factor of 3.4.
+    low, high = seed_significance.sd_confidence_interval(1.0, 6)
+    assert (low, high) == pytest.approx(((6 / 14.449) ** 0.5, (6 / 1.237) ** 0.5), rel=1e-3)
+
+
+@pytest.mark.parametrize("seeds", [2, 4])
+def test_the_sd_interval_and_bound_cover_the_true_sd_as_often_as_they_say(seeds):
+    """Simulated pilots: three systems, `seeds` normal scores each, true sd 0.6."""
+    rng = np.random.default_rng(7)
+    covered = bounded = 0
+    trials = 4000
+    for _ in range(trials):
+        pooled = seed_significance.pooled_seed_sd(
+            rng.normal(40.0, 0.6, size=(3, seeds)).tolist())
+        low, high = seed_significance.sd_confidence_interval(pooled.sd, pooled.df)
+        covered += low <= 0.6 <= high
+        bounded += 0.6 <= seed_significance.sd_upper_confidence_bound(pooled.sd, pooled.df)
+    # Binomial sd of the shares: 0.0034 and 0.0063.
+    assert covered / trials == pytest.approx(0.95, abs=0.015)
+    assert bounded / trials == pytest.approx(0.80, abs=0.025)

@@ -152,7 +152,7 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
     for entry, adjusted in zip(comparisons, multiple_testing.holm(
             [(entry["t_test"] or {}).get("p_value") for entry in comparisons])):
         entry["holm_p"] = adjusted
-    return {"pooled_seed_sd": dataclasses.asdict(pooled) if pooled else None,
+    return {"pooled_seed_sd": _pooled_record(pooled),
             "comparisons": comparisons,
             "seeds_needed": _seeds_needed(pooled, max(2, len(rows))) if pooled else None}
 
@@ -162,10 +162,27 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
 SEED_COUNT_DIFFERENCES = (0.5, 1.0)
 
 
+# A seed count planned from the pooled sd alone misses its power about half the time; the
+# report adds the count at this one-sided upper confidence bound of the sd (Browne 1995).
+PLANNING_CONFIDENCE = 0.8
+
+
+def _pooled_record(pooled):
+    if pooled is None:
+        return None
+    return {**dataclasses.asdict(pooled),
+            "ci95": list(seed_significance.sd_confidence_interval(pooled.sd, pooled.df))}
+
+
 def _seeds_needed(pooled, systems):
-    return {"systems": systems,
-            "seeds": {f"{difference:g}": seed_significance.seeds_needed(
-                pooled.sd, difference, systems=systems) for difference in SEED_COUNT_DIFFERENCES}}
+    def counts(sd):
+        return {f"{difference:g}": seed_significance.seeds_needed(sd, difference, systems=systems)
+                for difference in SEED_COUNT_DIFFERENCES}
+
+    bound = seed_significance.sd_upper_confidence_bound(pooled.sd, pooled.df, PLANNING_CONFIDENCE)
+    return {"systems": systems, "seeds": counts(pooled.sd),
+            "upper_bound": {"confidence": PLANNING_CONFIDENCE, "sd": bound,
+                            "seeds": counts(bound)}}
 
 
 def _table(grid_runner, entries_of, test, output, samples):
@@ -397,11 +414,20 @@ def _p(value):
 def _seeds_needed_lines(needed):
     if not needed:
         return []
-    counts = "; ".join(f"{difference} BLEU from {count if count else 'more than 10,000'} seeds"
-                       for difference, count in needed["seeds"].items())
-    return [f"Seeds a system needed at this sd, with each of the table's {needed['systems']} "
+
+    def counts(seeds):
+        return "; ".join(f"{difference} BLEU from {count if count else 'more than 10,000'} seeds"
+                         for difference, count in seeds.items())
+
+    line = (f"Seeds a system needed at this sd, with each of the table's {needed['systems']} "
             f"systems at that count and the sd pooled over them (80% power, 5% two-sided, t; "
-            f"`seed_significance.seeds_needed`): {counts}.", ""]
+            f"`seed_significance.seeds_needed`): {counts(needed['seeds'])}.")
+    bound = needed.get("upper_bound")
+    if bound:
+        line += (f" The sd is an estimate too; at its one-sided {bound['confidence']:.0%} upper "
+                 f"confidence bound, {bound['sd']:.3f} BLEU (χ², Browne 1995): "
+                 f"{counts(bound['seeds'])}.")
+    return [line, ""]
 
 
 def _contrast_table(contrasts):
@@ -409,9 +435,12 @@ def _contrast_table(contrasts):
     if not contrasts or not contrasts["comparisons"]:
         return []
     pooled = contrasts["pooled_seed_sd"]
+    interval = pooled and pooled.get("ci95")
     lines = [("Seed sd pooled over the systems with several seeds: "
               f"{pooled['sd']:.3f} BLEU ({pooled['df']} degrees of freedom, "
-              f"{pooled['systems']} systems)." if pooled else
+              f"{pooled['systems']} systems"
+              + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "")
+              + ")." if pooled else
               "No system has two seeds: no seed sd, so no p-value and no detectable Δ."), "",
              *_seeds_needed_lines(contrasts.get("seeds_needed")),
              "| comparison | seeds | Δ BLEU | 95% CI (t) | p (t, pooled seed sd) | p Holm | "
