@@ -430,6 +430,10 @@ def _seeds_needed_lines(needed):
     return [line, ""]
 
 
+def _counted(count, one, several):
+    return f"{count} {one if count == 1 else several}"
+
+
 def _contrast_table(contrasts):
     """The comparisons of one score table: Δ, the t test and its Holm adjustment, the bootstraps."""
     if not contrasts or not contrasts["comparisons"]:
@@ -437,8 +441,8 @@ def _contrast_table(contrasts):
     pooled = contrasts["pooled_seed_sd"]
     interval = pooled and pooled.get("ci95")
     lines = [("Seed sd pooled over the systems with several seeds: "
-              f"{pooled['sd']:.3f} BLEU ({pooled['df']} degrees of freedom, "
-              f"{pooled['systems']} systems"
+              f"{pooled['sd']:.3f} BLEU ({_counted(pooled['df'], 'degree', 'degrees')} of "
+              f"freedom, {_counted(pooled['systems'], 'system', 'systems')}"
               + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "")
               + ")." if pooled else
               "No system has two seeds: no seed sd, so no p-value and no detectable Δ."), "",
