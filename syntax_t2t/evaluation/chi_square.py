@@ -13,10 +13,12 @@ gamma function. Below its mean the power series for P converges
 geometrically; above it, the upper tail Q = 1 - P has a finite closed form
 at whole k (a Poisson tail for even k; the complementary error function
 and a finite sum for odd k). Both branches add positive terms only, so
-neither loses digits to cancellation. Quantiles come by bisection.
+neither loses digits to cancellation. Quantiles come by bisection (`inverse_cdf`).
 """
 
 import math
+
+from syntax_t2t.evaluation import inverse_cdf
 
 _EPSILON = 1e-16
 _MAX_TERMS = 100_000
@@ -66,15 +68,4 @@ def quantile(probability: float, df: int) -> float:
     _check_df(df)
     if not 0.0 < probability < 1.0:
         raise ValueError(f"probability={probability} must lie strictly between 0 and 1")
-    low, high = 0.0, float(df)
-    while cdf(high, df) < probability:
-        low, high = high, high * 2.0
-    for _ in range(400):
-        middle = (low + high) / 2.0
-        if cdf(middle, df) < probability:
-            low = middle
-        else:
-            high = middle
-        if high - low <= 1e-13 * high:
-            break
-    return (low + high) / 2.0
+    return inverse_cdf.inverse(lambda x: cdf(x, df), probability, start=float(df))

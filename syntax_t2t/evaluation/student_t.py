@@ -5,10 +5,12 @@ scores, where the normal approximation understates the tails badly (the
 97.5% point is 2.78 at 4 degrees of freedom, not 1.96). The distribution
 function comes from the regularised incomplete beta function,
 P(|T| >= t) = I_{df / (df + t^2)}(df / 2, 1 / 2), evaluated by its continued
-fraction (modified Lentz), and quantiles by bisection on it.
+fraction (modified Lentz), and quantiles by bisection on it (`inverse_cdf`).
 """
 
 import math
+
+from syntax_t2t.evaluation import inverse_cdf
 
 _EPSILON = 1e-15
 _TINY = 1e-300
@@ -70,15 +72,4 @@ def quantile(probability: float, df: float) -> float:
         return 0.0
     if probability < 0.5:
         return -quantile(1.0 - probability, df)
-    low, high = 0.0, 1.0
-    while cdf(high, df) < probability:
-        high *= 2.0
-    for _ in range(200):
-        middle = (low + high) / 2.0
-        if cdf(middle, df) < probability:
-            low = middle
-        else:
-            high = middle
-        if high - low < 1e-12 * max(1.0, high):
-            break
-    return (low + high) / 2.0
+    return inverse_cdf.inverse(lambda t: cdf(t, df), probability)
