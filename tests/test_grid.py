@@ -520,7 +520,9 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     rows = {"base": {"seeds": [1, 2, 3], "BLEU": [38.21, 39.09, 39.71], "chrF": [58.0] * 3,
                      "BLEU_mean_sd": (39.0, 0.75), "chrF_mean_sd": (58.0, 0.0)},
             "parse": {"seeds": [1, 2, 3], "BLEU": [39.33, 38.71, 38.92], "chrF": [58.0] * 3,
-                      "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0)}}
+                      "BLEU_mean_sd": (38.99, 0.31), "chrF_mean_sd": (58.0, 0.0)},
+            "solo": {"seeds": [1], "BLEU": [40.09], "chrF": [59.61],
+                     "BLEU_mean_sd": (40.09, None), "chrF_mean_sd": (59.61, None)}}
     contrasts = {"pooled_seed_sd": {"sd": 0.57774, "df": 4, "systems": 2,
                                     "ci95": [0.34614, 1.66017]}, "comparisons": [
         {"system": "parse", "against": "base", "seeds": [3, 3], "delta": -0.01,
@@ -557,3 +559,4 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     score_header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
     base = next(line for line in lines if line.startswith("| base |"))
     assert score_header.count("|") == base.count("|")
+    assert "| solo | 1 | 40.09 | 40.09 | 59.61 |" in lines  # one seed: no "± 0.00"

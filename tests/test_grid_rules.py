@@ -291,6 +291,7 @@ def test_a_one_seed_system_gets_a_t_test_with_the_pooled_sd_and_no_bootstrap_p(t
     rows = built["tests"]["test"]
     pooled = contrasts["pooled_seed_sd"]
     assert (pooled["df"], pooled["systems"]) == (3, 2)  # a: 2 df, b: 1 df; c adds nothing
+    assert rows["c"]["BLEU_mean_sd"] == (rows["c"]["BLEU"][0], None)  # one seed has no sd
     b, c = contrasts["comparisons"]
     assert (b["system"], c["system"]) == ("b", "c")
     assert b["bootstrap"] is not None and c["bootstrap"] is None  # one seed: no bootstrap p

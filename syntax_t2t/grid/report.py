@@ -3,7 +3,8 @@
 Rows are written for every system with at least one scored run, so a grid
 that spans several sessions reports what has arrived (the seed counts say
 how much). Per test set and system: cased sacreBLEU and chrF as mean ± sample
-standard deviation over seeds and each seed's value; then each of the
+standard deviation over seeds (the value alone for one seed, which has no
+sd) and each seed's value; then each of the
 experiment's comparisons (`Experiment.comparisons`) with two-sided tests
 only: Student's t on the seed means with the seed sd pooled over the
 table's systems, Holm-adjusted over the comparisons, the difference these
@@ -35,15 +36,16 @@ from syntax_t2t.training import validation
 
 
 def _mean_sd(values):
+    """(mean, sample sd); one value has no sd (None), not an sd of 0."""
     if not values:
         return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
 def _format(mean, sd, digits=2):
     if mean is None:
         return ""
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+    return f"{mean:.{digits}f}" + ("" if sd is None else f" ± {sd:.{digits}f}")
 
 
 def _detectable(value):
