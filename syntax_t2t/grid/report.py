@@ -476,7 +476,9 @@ SIGNIFICANCE_NOTE = (
     "'detectable Δ (t)': the smallest difference these seed counts detect with 80% power at "
     "the 5% level at the pooled sd (t quantiles). 'p (two-level bootstrap)': resampling test "
     "sentences and seeds (Clark et al. 2011; `seed_significance.compare_over_seeds`), given "
-    "only when both systems have two seeds or more (with one, it sees no seed variance). "
+    "only when both systems have two seeds or more (with one, it sees no seed variance; "
+    "with n, resampling the seeds counts (n - 1) / n of their variance, half at two seeds, "
+    "so with few seeds the t test is the one to read). "
     "'p per seed': the same bootstrap on the two runs of one seed, test-sentence variance "
     "only. {samples} resamples. Settings were chosen on the dev set; test scores are "
     "reported once.")
