@@ -436,18 +436,21 @@ def _counted(count, one, several):
     return f"{count} {one if count == 1 else several}"
 
 
+def _pooled_line(pooled):
+    if not pooled:
+        return "No system has two seeds: no seed sd, so no p-value and no detectable Δ."
+    interval = pooled.get("ci95")  # absent from reports written before it was computed
+    return ("Seed sd pooled over the systems with several seeds: "
+            f"{pooled['sd']:.3f} BLEU ({_counted(pooled['df'], 'degree', 'degrees')} of freedom, "
+            f"{_counted(pooled['systems'], 'system', 'systems')}"
+            + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "") + ").")
+
+
 def _contrast_table(contrasts):
     """The comparisons of one score table: Δ, the t test and its Holm adjustment, the bootstraps."""
     if not contrasts or not contrasts["comparisons"]:
         return []
-    pooled = contrasts["pooled_seed_sd"]
-    interval = pooled and pooled.get("ci95")
-    lines = [("Seed sd pooled over the systems with several seeds: "
-              f"{pooled['sd']:.3f} BLEU ({_counted(pooled['df'], 'degree', 'degrees')} of "
-              f"freedom, {_counted(pooled['systems'], 'system', 'systems')}"
-              + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "")
-              + ")." if pooled else
-              "No system has two seeds: no seed sd, so no p-value and no detectable Δ."), "",
+    lines = [_pooled_line(contrasts["pooled_seed_sd"]), "",
              *_seeds_needed_lines(contrasts.get("seeds_needed")),
              "| comparison | seeds | Δ BLEU | 95% CI (t) | p (t, pooled seed sd) | p Holm | "
              "detectable Δ (t) | p (two-level bootstrap) | p per seed (paired bootstrap) |",
