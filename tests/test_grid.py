@@ -556,6 +556,8 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     assert "every p two-sided" in text and "10000 resamples" in text
     built["contrasts"]["test"]["pooled_seed_sd"] = {"sd": 0.22627, "df": 1, "systems": 1}
     assert "0.226 BLEU (1 degree of freedom, 1 system)." in report.markdown(built, experiment)
+    built["contrasts"]["test"]["pooled_seed_sd"] = None
+    assert "No system has two seeds: no seed sd" in report.markdown(built, experiment)
     score_header = next(line for line in lines if line.startswith("| system | seeds | BLEU"))
     base = next(line for line in lines if line.startswith("| base |"))
     assert score_header.count("|") == base.count("|")
