@@ -71,6 +71,9 @@ def test_line_count_mismatch_names_both_files(tmp_path):
     references.write_text("a\nb\nc\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"hyp\.txt: has 2 lines but the references .*ref\.txt have 3"):
         translation.score_files(hypotheses, references)
+    hypotheses.write_text("a\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"hyp\.txt: has 1 line but the references"):
+        translation.score_files(hypotheses, references)
 
 
 def test_invalid_utf8_is_reported_with_its_line(tmp_path):

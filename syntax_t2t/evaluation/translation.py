@@ -114,7 +114,8 @@ def check_aligned(hypotheses: Sequence[str], references: Sequence[str],
     if len(hypotheses) != len(references):
         raise InputError(
             hypotheses_path, None,
-            f"has {len(hypotheses)} lines but the references {os.fspath(references_path)} "
+            f"has {len(hypotheses)} line{'' if len(hypotheses) == 1 else 's'} but the "
+            f"references {os.fspath(references_path)} "
             f"have {len(references)}; every reference needs exactly one hypothesis line",
             reason="line count mismatch")
 
