@@ -424,11 +424,10 @@ def _seeds_needed_lines(needed):
     line = (f"Seeds a system needed at this sd, with each of the table's {needed['systems']} "
             f"systems at that count and the sd pooled over them (80% power, 5% two-sided, t; "
             f"`seed_significance.seeds_needed`): {counts(needed['seeds'])}.")
-    bound = needed.get("upper_bound")
-    if bound:
-        line += (f" The sd is an estimate too; at its one-sided {bound['confidence']:.0%} upper "
-                 f"confidence bound, {bound['sd']:.3f} BLEU (χ², Browne 1995): "
-                 f"{counts(bound['seeds'])}.")
+    bound = needed["upper_bound"]
+    line += (f" The sd is an estimate too; at its one-sided {bound['confidence']:.0%} upper "
+             f"confidence bound, {bound['sd']:.3f} BLEU (χ², Browne 1995): "
+             f"{counts(bound['seeds'])}.")
     return [line, ""]
 
 
@@ -439,7 +438,7 @@ def _counted(count, one, several):
 def _pooled_line(pooled):
     if not pooled:
         return "No system has two seeds: no seed sd, so no p-value and no detectable Δ."
-    interval = pooled.get("ci95")  # absent from reports written before it was computed
+    interval = pooled.get("ci95")
     return ("Seed sd pooled over the systems with several seeds: "
             f"{pooled['sd']:.3f} BLEU ({_counted(pooled['df'], 'degree', 'degrees')} of freedom, "
             f"{_counted(pooled['systems'], 'system', 'systems')}"
