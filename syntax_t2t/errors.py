@@ -15,6 +15,17 @@ from absl import logging
 PathLike = Union[str, os.PathLike]
 
 
+def counted(count: int, one: str, several: str = "") -> str:
+    """`count` with its noun in the singular or the plural ("1 line", "2 lines").
+
+    Args:
+        count: how many.
+        one: the noun in the singular.
+        several: the plural; `one` + "s" when empty.
+    """
+    return f"{count} {one if count == 1 else (several or one + 's')}"
+
+
 class InputError(ValueError):
     """A problem in an input file, located as precisely as the format allows.
 
@@ -107,13 +118,12 @@ class SkipCounter:
 
     def summary(self) -> str:
         """A one-line report, most frequent reason first."""
-        total = self.total
-        noun = "example" if total == 1 else "examples"
-        if not total:
-            return f"skipped 0 {noun}"
+        skipped = f"skipped {counted(self.total, 'example')}"
+        if not self.total:
+            return skipped
         ordered = sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))
         reasons = ", ".join(f"{count} {reason}" for reason, count in ordered)
-        return f"skipped {total} {noun}: {reasons}"
+        return f"{skipped}: {reasons}"
 
 
 def raise_or_skip(error: InputError, skip: Optional[SkipCounter]) -> None:

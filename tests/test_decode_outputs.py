@@ -178,7 +178,7 @@ def test_bad_scoring_inputs_name_the_file_and_line(workspace):
                    decode_to_file=str(root / "never.txt"))
     short = root / "short_references.txt"
     short.write_text("one line\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"short_references\.txt: has 1 lines, but the sources "
+    with pytest.raises(InputError, match=r"short_references\.txt: has 1 line, but the sources "
                                          r"to score have 8 sentences"):
         run_decode(workspace, score_reference=True, reference_file=str(short),
                    decode_to_file=str(root / "never.txt"))

@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from syntax_t2t import io_utils
-from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
+from syntax_t2t.errors import InputError, SkipCounter, counted, raise_or_skip
 
 
 def _leftovers(directory):
@@ -167,6 +167,24 @@ def test_skip_counter_counts_by_reason_and_logs(caplog):
     assert skip.counts == {"not a tree": 2, "wrong column count": 1}
     assert skip.summary() == "skipped 3 examples: 2 not a tree, 1 wrong column count"
     assert "a:5: 9 columns" in caplog.text
+
+
+def test_skip_counter_one_example_is_singular():
+    skip = SkipCounter()
+    raise_or_skip(InputError("a", 1, "cycle 1 -> 2", reason="not a tree"), skip)
+    assert skip.summary() == "skipped 1 example: 1 not a tree"
+
+
+@pytest.mark.parametrize("count, one, several, expected", [
+    (0, "line", "", "0 lines"),
+    (1, "line", "", "1 line"),
+    (2, "line", "", "2 lines"),
+    (1, "degree", "degrees", "1 degree"),
+    (3, "analysis", "analyses", "3 analyses"),
+    (1, "unusable input sentence", "", "1 unusable input sentence"),
+])
+def test_counted_agrees_noun_with_count(count, one, several, expected):
+    assert counted(count, one, several) == expected
 
 
 def test_raise_or_skip_without_counter_raises():

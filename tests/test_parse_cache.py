@@ -1,5 +1,6 @@
 """Tests for syntax_t2t.parsing.parse_cache."""
 
+import concurrent.futures
 import gzip
 import os
 import signal
@@ -151,27 +152,35 @@ def test_torn_writes_after_the_last_commit_are_dropped(tmp_path):
         assert actual.read() == expected.read()
 
 
+def _parse_in_another_process(source, cache, delay, chunk_lines, commits):
+    """A process that parses `source` into `cache` slowly, once it has committed `commits` chunks."""
+    index = parse_cache.cache_path(ChainParser(), source, cache) + parse_cache.INDEX_SUFFIX
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = (f"import sys; sys.path[:0] = [{repo!r}, {os.path.join(repo, 'tests')!r}]\n"
+              "from parser_fixtures import ChainParser\n"
+              "from syntax_t2t.parsing import parse_cache\n"
+              f"parse_cache.parse_file(ChainParser(delay={delay}), {source!r}, {str(cache)!r}, "
+              f"chunk_lines={chunk_lines})\n")
+    process = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 120
+    while not (os.path.isfile(index) and len(open(index).readlines()) >= commits):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            pytest.fail(f"the parsing process committed fewer than {commits} chunks")
+        time.sleep(0.01)
+    return process
+
+
 def test_a_killed_parse_resumes_to_the_same_cache(tmp_path):
     source = _numbered_lines(tmp_path / "raw", 400)
     whole = parse_cache.parse_file(ChainParser(), source, tmp_path / "whole", chunk_lines=7)
     cache = tmp_path / "killed"
     path = parse_cache.cache_path(ChainParser(), source, cache)
     index = path + parse_cache.INDEX_SUFFIX
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = (f"import sys; sys.path[:0] = [{repo!r}, {os.path.join(repo, 'tests')!r}]\n"
-              "from parser_fixtures import ChainParser\n"
-              "from syntax_t2t.parsing import parse_cache\n"
-              f"parse_cache.parse_file(ChainParser(delay=0.02), {source!r}, {str(cache)!r}, "
-              "chunk_lines=7)\n")
-    process = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 120
-        while not (os.path.isfile(index) and len(open(index).readlines()) >= 3):
-            assert process.poll() is None and time.monotonic() < deadline, "no commits to kill at"
-            time.sleep(0.01)
-        process.send_signal(signal.SIGKILL)
-    finally:
-        process.wait()
+    process = _parse_in_another_process(source, cache, delay=0.02, chunk_lines=7, commits=3)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
     assert not os.path.exists(path)
     committed = int(open(index).read().split()[-1])
     assert committed >= 21
@@ -182,6 +191,47 @@ def test_a_killed_parse_resumes_to_the_same_cache(tmp_path):
         assert actual.read() == expected.read()
     assert [line for line, _ in parse_cache.read_parses(path)] == [
         number for number in range(1, 401) if (number - 1) % 17]
+
+
+def test_a_second_process_waits_for_the_writer_and_reads_its_cache(tmp_path):
+    """Two datagens sharing a tmp_dir both appended to one partial file, and the cache they left
+    was refused ("sentence 1001 has '# source_line = 1'"): one writes, the other waits."""
+    source = _numbered_lines(tmp_path / "raw", 200)
+    whole = parse_cache.parse_file(ChainParser(), source, tmp_path / "whole", chunk_lines=7)
+    cache = tmp_path / "shared"
+    writer = _parse_in_another_process(source, cache, delay=0.01, chunk_lines=7, commits=2)
+    try:
+        waiting = ChainParser()
+        path = parse_cache.parse_file(waiting, source, cache, chunk_lines=7)
+        assert writer.wait(timeout=60) == 0
+    finally:
+        writer.kill()
+        writer.wait()
+    assert waiting.parsed == []
+    with open(whole, "rb") as expected, open(path, "rb") as actual:
+        assert actual.read() == expected.read()
+    assert sorted(os.listdir(cache)) == [os.path.basename(path)]
+
+
+def test_a_waiting_process_resumes_when_the_writer_dies(tmp_path):
+    source = _numbered_lines(tmp_path / "raw", 200)
+    whole = parse_cache.parse_file(ChainParser(), source, tmp_path / "whole", chunk_lines=7)
+    cache = tmp_path / "shared"
+    writer = _parse_in_another_process(source, cache, delay=0.05, chunk_lines=7, commits=2)
+    waiting = ChainParser()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            result = pool.submit(parse_cache.parse_file, waiting, source, cache, chunk_lines=7)
+            time.sleep(0.3)
+            assert not result.done(), "did not wait for the writer"
+        finally:
+            writer.kill()
+            writer.wait()
+        path = result.result(timeout=60)
+    committed = 188 - len(waiting.parsed)  # 188 parsable lines
+    assert committed >= 14 and committed % 7 == 0
+    with open(whole, "rb") as expected, open(path, "rb") as actual:
+        assert actual.read() == expected.read()
 
 
 def test_a_cached_tree_changed_by_hand_is_refused(tmp_path, source):

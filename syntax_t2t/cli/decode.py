@@ -86,7 +86,7 @@ from syntax_t2t.decoding.model_loading import load_trained_model, run_dir_of
 from syntax_t2t.decoding.output_format import output_format
 from syntax_t2t.data.parse_file import ParsedSentence, write_parsed
 from syntax_t2t.decoding.source_parsing import parses_plain_text, with_parsed_sources
-from syntax_t2t.errors import InputError
+from syntax_t2t.errors import InputError, counted
 from syntax_t2t.training import precision, run_directory
 from syntax_t2t.training.checkpoints import CheckpointError
 
@@ -237,7 +237,7 @@ def main(argv):
 
 def _sentences(count: int, kind: str = "") -> str:
     """`1 sentence`, `2 sentences`, `1 unusable input sentence`, ..."""
-    return f"{count} {kind + ' ' if kind else ''}sentence{'' if count == 1 else 's'}"
+    return counted(count, f"{kind} sentence" if kind else "sentence")
 
 
 def _layout(settings, trained):

@@ -10,7 +10,7 @@ import os
 from typing import Iterator, Optional, Union
 
 from syntax_t2t import io_utils
-from syntax_t2t.errors import InputError, SkipCounter, raise_or_skip
+from syntax_t2t.errors import InputError, SkipCounter, counted, raise_or_skip
 
 PathLike = Union[str, os.PathLike]
 
@@ -60,8 +60,7 @@ def read_parallel(
     for number, (source, target) in enumerate(pairs, start=1):
         if source is None or target is None:
             shorter, longer = (source_path, target_path) if source is None else (target_path, source_path)
-            lines = f"{number - 1} line" if number == 2 else f"{number - 1} lines"
-            what = "file is empty" if number == 1 else f"file ends after {lines}"
+            what = "file is empty" if number == 1 else f"file ends after {counted(number - 1, 'line')}"
             raise InputError(
                 shorter,
                 number,

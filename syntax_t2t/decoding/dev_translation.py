@@ -27,7 +27,7 @@ from syntax_t2t import io_utils
 from syntax_t2t.data.schema import DEV
 from syntax_t2t.decoding import inputs as decode_inputs
 from syntax_t2t.decoding.decoder import Decoder
-from syntax_t2t.errors import InputError
+from syntax_t2t.errors import InputError, counted
 
 
 class DevTranslation:
@@ -56,7 +56,7 @@ class DevTranslation:
         self.references = [line for _, line in io_utils.read_lines(paths["reference"])]
         if len(self.sources) != len(self.references):
             raise InputError(paths["reference"], None,
-                             f"has {len(self.references)} lines but {paths['source']} has "
+                             f"has {counted(len(self.references), 'line')} but {paths['source']} has "
                              f"{len(self.sources)} sentences", reason="misaligned dev text")
         if max_sentences > 0:
             self.sources = self.sources[:max_sentences]

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from syntax_t2t.data.parallel_text import read_plain_lines, split_tokens
 from syntax_t2t.decoding.inputs import SourceSentence
-from syntax_t2t.errors import InputError
+from syntax_t2t.errors import InputError, counted
 
 SCORE_FORMAT = "{:.6f}\t{:.6f}\n"
 
@@ -61,7 +61,7 @@ def read_references(path, count: int) -> list[list[str]]:
     """
     references = [split_tokens(text) for _, text in read_plain_lines(path)]
     if len(references) != count:
-        raise InputError(path, None, f"has {len(references)} lines, but the sources to score "
+        raise InputError(path, None, f"has {counted(len(references), 'line')}, but the sources to score "
                          f"have {count} sentences: give one translation per source sentence",
                          reason="line count mismatch")
     return references

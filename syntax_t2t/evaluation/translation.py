@@ -22,7 +22,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
 from syntax_t2t import io_utils
-from syntax_t2t.errors import InputError
+from syntax_t2t.errors import InputError, counted
 
 PathLike = Union[str, os.PathLike]
 
@@ -114,7 +114,7 @@ def check_aligned(hypotheses: Sequence[str], references: Sequence[str],
     if len(hypotheses) != len(references):
         raise InputError(
             hypotheses_path, None,
-            f"has {len(hypotheses)} line{'' if len(hypotheses) == 1 else 's'} but the "
+            f"has {counted(len(hypotheses), 'line')} but the "
             f"references {os.fspath(references_path)} "
             f"have {len(references)}; every reference needs exactly one hypothesis line",
             reason="line count mismatch")
@@ -203,7 +203,7 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
         raise ValueError(f"samples must be positive, got {samples}")
     for name, hypotheses in [baseline, *systems]:
         if len(hypotheses) != len(references):
-            raise ValueError(f"system {name!r} has {len(hypotheses)} lines, references {len(references)}")
+            raise ValueError(f"system {name!r} has {counted(len(hypotheses), 'line')}, references {len(references)}")
     test = PairedTest([(name, list(hyps)) for name, hyps in [baseline, *systems]],
                       _metrics(references, tokenize, lowercase), references=None, test_type="bs", n_samples=samples)
     signatures, results = test()

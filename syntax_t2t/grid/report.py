@@ -28,6 +28,7 @@ import statistics
 
 from syntax_t2t import io_utils
 from syntax_t2t.data.parse_file import read_parsed
+from syntax_t2t.errors import counted
 from syntax_t2t.evaluation import (attachment, multiple_testing, seed_significance, student_t,
                                    translation)
 from syntax_t2t.evaluation.training_plots import plot_learning_curves, plot_system_scores
@@ -431,17 +432,13 @@ def _seeds_needed_lines(needed):
     return [line, ""]
 
 
-def _counted(count, one, several):
-    return f"{count} {one if count == 1 else several}"
-
-
 def _pooled_line(pooled):
     if not pooled:
         return "No system has two seeds: no seed sd, so no p-value and no detectable Δ."
     interval = pooled.get("ci95")
     return ("Seed sd pooled over the systems with several seeds: "
-            f"{pooled['sd']:.3f} BLEU ({_counted(pooled['df'], 'degree', 'degrees')} of freedom, "
-            f"{_counted(pooled['systems'], 'system', 'systems')}"
+            f"{pooled['sd']:.3f} BLEU ({counted(pooled['df'], 'degree')} of freedom, "
+            f"{counted(pooled['systems'], 'system')}"
             + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "") + ").")
 
 

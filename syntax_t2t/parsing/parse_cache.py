@@ -25,6 +25,14 @@ the finished cache is the same file an uninterrupted run writes. When the
 last chunk is committed the partial file is renamed to the cache file: a
 cache file is always complete.
 
+One writer at a time. Two programs may parse the same input with the same
+parser into one cache directory at once (two `bin/datagen` runs sharing a
+`tmp_dir`, say one with `tree_source=random`). The writer holds the kernel's
+exclusive lock (`fcntl.flock`) on the index file while it writes, so the
+other waits for it and then reads the finished cache instead of parsing
+again; if the writer died, the waiting one resumes its partial parse. Without
+the lock both appended to one partial file and left a cache that is refused.
+
 The parsed lines are those that decode as UTF-8 and are not blank; each tree
 carries `# source_line = N` (its 1-based line in the input) and
 `# text = ...` (what the parser was given). Other lines have no tree: the
@@ -35,6 +43,7 @@ rejects exactly these lines).
 import collections
 import contextlib
 import dataclasses
+import fcntl
 import gzip
 import hashlib
 import itertools
@@ -130,6 +139,17 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
         logging.info("using the cached parses %s of %s", path, os.fspath(input_path))
         return path
     os.makedirs(os.fspath(cache_dir), exist_ok=True)
+    with _sole_writer(path + INDEX_SUFFIX, os.fspath(input_path)):
+        if os.path.isfile(path):
+            logging.info("using the parses %s that another process wrote meanwhile", path)
+            os.remove(path + INDEX_SUFFIX)  # created by `_sole_writer`, empty
+            return path
+        return _parse_into(parser, input_path, path, pretokenized, chunk_lines)
+
+
+def _parse_into(parser: Parser, input_path: PathLike, path: str, pretokenized: bool,
+                chunk_lines: int) -> str:
+    """`parse_file`'s work once this process is the cache's only writer."""
     partial, index = path + PARTIAL_SUFFIX, path + INDEX_SUFFIX
     committed = _committed_chunks(partial, index)
     if committed.trees:
@@ -160,6 +180,35 @@ def parse_file(parser: Parser, input_path: PathLike, cache_dir: PathLike,
     os.replace(partial, path)
     os.remove(index)
     return path
+
+
+@contextlib.contextmanager
+def _sole_writer(index: str, input_name: str) -> Iterator[None]:
+    """Holds the exclusive lock on `index` (created if missing), waiting for another holder.
+
+    The holder removes the index when it finishes, so a lock taken on a file
+    that is no longer at `index` is let go and taken again on the one there.
+    """
+    while True:
+        descriptor = os.open(index, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logging.info("waiting for another process that is parsing %s into %s",
+                             input_name, index.removesuffix(INDEX_SUFFIX))
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.samestat(os.fstat(descriptor), os.stat(index)):
+                    break
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)
+    try:
+        yield
+    finally:
+        os.close(descriptor)
 
 
 @dataclasses.dataclass(frozen=True)
