@@ -5,11 +5,12 @@ translations and the parse heads' trees, so every figure can be recomputed
 without the grid: here with sacreBLEU and conllu called directly, not
 through `syntax_t2t.evaluation`, so a fault in the toolkit's scoring or in
 what was committed (a translation file from another run) fails this test;
-and the table of docs/results.md §0 must agree with the records.
+and the tables of docs/results.md §0 and of the pilot must agree with the records.
 """
 
 import json
 import pathlib
+import statistics
 
 import conllu
 import pytest
@@ -93,11 +94,10 @@ def test_recorded_scores_match_the_recorded_outputs(record):
         assert uas == pytest.approx(recorded["UAS"], abs=1e-6)
 
 
-def _section_zero_table():
-    """The rows of the first table under docs/results.md's "## 0." heading, by system."""
+def _first_table(heading):
+    """The rows of the first table under docs/results.md's `heading`, by system."""
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    section = text[text.index("\n## 0. "):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index(f"\n{heading}"):]
     lines = section.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
@@ -113,7 +113,7 @@ def test_results_table_matches_the_records():
     # §0 of docs/results.md is written by hand from the grid's report; every
     # system it lists must have exactly its seeds archived, at the BLEU and
     # chrF (mean over seeds) it shows.
-    rows = _section_zero_table()
+    rows = _first_table("## 0. ")
     assert rows, "docs/results.md §0 has no table"
     for system, row in rows.items():
         records = sorted((ARCHIVES / "multi30k_cs_en_syntax_full_budget" / "runs" / system).glob(
@@ -123,3 +123,23 @@ def test_results_table_matches_the_records():
         for metric, column in (("BLEU", "test BLEU"), ("chrF", "chrF")):
             mean = sum(test[metric] for test in tests) / len(tests)
             assert row[column].split(" ")[0] == f"{mean:.2f}", (system, metric)
+
+
+def test_pilot_table_matches_the_records():
+    # The pilot's table is copied by hand from the grid's report: each system's
+    # seeds, every seed's BLEU at alpha 0.6 and at the dev-chosen alpha, and
+    # their mean and sd, as the archived records have them.
+    rows = _first_table("### The pilot's tables")
+    assert len(rows) == 6, "the pilot's table lists six systems"
+    for system, row in rows.items():
+        records = sorted((ARCHIVES / "multi30k_cs_en_pilot" / "runs" / system).glob(
+            "seed*/scores.json"))
+        assert len(records) == int(row["seeds"]), system
+        scores = [json.loads(path.read_text()) for path in records]
+        for key, summary, per_seed in (
+                ("translation", "BLEU α 0.6 (mean ± sd)", "per seed, α 0.6"),
+                ("translation_dev_alpha", "BLEU, dev-chosen α (mean ± sd)", "per seed, dev α")):
+            bleu = [score[key]["test_2016_flickr"]["BLEU"] for score in scores]
+            assert row[per_seed] == ", ".join(f"{value:.2f}" for value in bleu), (system, key)
+            assert row[summary] == f"{statistics.fmean(bleu):.2f} ± {statistics.stdev(bleu):.2f}", (
+                system, key)
