@@ -203,7 +203,8 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
         raise ValueError(f"samples must be positive, got {samples}")
     for name, hypotheses in [baseline, *systems]:
         if len(hypotheses) != len(references):
-            raise ValueError(f"system {name!r} has {counted(len(hypotheses), 'line')}, references {len(references)}")
+            raise ValueError(f"system {name!r} has {counted(len(hypotheses), 'line')}, "
+                             f"references {len(references)}")
     test = PairedTest([(name, list(hyps)) for name, hyps in [baseline, *systems]],
                       _metrics(references, tokenize, lowercase), references=None, test_type="bs", n_samples=samples)
     signatures, results = test()
