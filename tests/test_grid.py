@@ -554,6 +554,12 @@ def test_the_report_says_how_small_a_difference_its_seeds_can_detect():
     assert ("at its one-sided 80% upper confidence bound, 0.900 BLEU (χ², Browne 1995): "
             "0.5 BLEU from 52 seeds; 1 BLEU from 14 seeds." in text)
     assert "every p two-sided" in text and "10000 resamples" in text
+    assert "Bartlett" not in text  # no test of equal sds in the table's record
+    built["contrasts"]["test"]["equal_sd"] = {"statistic": 1.2345, "df": 1, "p_value": 0.26655,
+                                              "systems": 2}
+    assert ("95% CI [0.346, 1.660], χ²). Pooling assumes one seed sd for every system; Bartlett's "
+            "test of that over the 2 systems: χ² 1.23 at 1 degree of freedom, p = 0.267"
+            in report.markdown(built, experiment))
     built["contrasts"]["test"]["pooled_seed_sd"] = {"sd": 0.22627, "df": 1, "systems": 1}
     assert "0.226 BLEU (1 degree of freedom, 1 system)." in report.markdown(built, experiment)
     built["contrasts"]["test"]["pooled_seed_sd"] = None

@@ -6,7 +6,7 @@ import statistics
 import numpy as np
 import pytest
 import sacrebleu
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from syntax_t2t.evaluation import seed_significance
@@ -225,3 +225,43 @@ def test_the_sd_interval_and_bound_cover_the_true_sd_as_often_as_they_say(seeds)
     # Binomial sd of the shares: 0.0034 and 0.0063.
     assert covered / trials == pytest.approx(0.95, abs=0.015)
     assert bounded / trials == pytest.approx(0.80, abs=0.025)
+
+
+def test_equal_sd_test_by_hand():
+    # Variances 2 and 8 at one degree of freedom each: pooled 5, so the statistic is
+    # (2 ln 5 - ln 2 - ln 8) / (1 + (1 + 1 - 1/2) / 3) = ln(25/16) / 1.5, and at one degree of
+    # freedom P(chi-square > x) = erfc(sqrt(x / 2)).
+    result = seed_significance.equal_sd_test([[0.0, 2.0], [0.0, 4.0], [7.0]])
+    statistic = math.log(25 / 16) / 1.5
+    assert result.statistic == pytest.approx(statistic, rel=1e-12)
+    assert result.p_value == pytest.approx(math.erfc(math.sqrt(statistic / 2)), rel=1e-9)
+    assert (result.df, result.systems) == (1, 2)
+
+
+def test_equal_sd_test_needs_two_systems_with_a_spread():
+    assert seed_significance.equal_sd_test([[1.0, 2.0], [3.0]]) is None
+    assert seed_significance.equal_sd_test([[1.0, 2.0], [3.0, 3.0]]) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.floats(-50, 50), min_size=2, max_size=5), min_size=2, max_size=6),
+       st.floats(0.01, 100), st.floats(-100, 100))
+def test_equal_sd_test_ignores_units_and_offsets(score_lists, scale, offset):
+    assume(all(statistics.variance(scores) > 1e-6 for scores in score_lists))
+    plain = seed_significance.equal_sd_test(score_lists)
+    moved = seed_significance.equal_sd_test(
+        [[scale * score + offset for score in scores] for scores in score_lists])
+    assert moved.statistic == pytest.approx(plain.statistic, rel=1e-6, abs=1e-9)
+
+
+def test_equal_sd_test_rejects_as_often_as_it_says_and_finds_an_unequal_sd():
+    rng = np.random.default_rng(7)
+    # Six systems of 20 seeds (the confirmatory experiment) with one sd: about 5% below 0.05;
+    # at two seeds a system the test is conservative.
+    for seeds, low, high in ((20, 0.038, 0.062), (2, 0.0, 0.05)):
+        rejected = np.mean([seed_significance.equal_sd_test(
+            rng.normal(size=(6, seeds)).tolist()).p_value < 0.05 for _ in range(4000)])
+        assert low <= rejected <= high, (seeds, rejected)
+    wider = rng.normal(size=(6, 20))
+    wider[0] *= 3.0
+    assert seed_significance.equal_sd_test(wider.tolist()).p_value < 0.001

@@ -35,6 +35,7 @@ reproduce the difference on this test set).
 """
 
 import dataclasses
+import math
 import statistics
 from typing import Callable, Optional, Sequence
 
@@ -210,6 +211,58 @@ def sd_upper_confidence_bound(sd: float, df: int, confidence: float = 0.8) -> fl
         confidence: P(sigma <= the bound).
     """
     return sd * (df / chi_square.quantile(1.0 - confidence, df)) ** 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class EqualSdTest:
+    """Bartlett's test that every system has the same seed sd (what pooling assumes).
+
+    Attributes:
+        statistic: Bartlett's corrected statistic, chi-square under the null.
+        df: systems - 1.
+        p_value: upper tail of chi-square(df) at `statistic`.
+        systems: the systems tested (those with two seeds or more).
+    """
+
+    statistic: float
+    df: int
+    p_value: float
+    systems: int
+
+
+def equal_sd_test(score_lists: Sequence[Sequence[float]]) -> Optional[EqualSdTest]:
+    """Bartlett's (1937) test of equal seed variances across systems.
+
+    `pooled_seed_sd` and `seed_t_test` assume one seed sd for every system.
+    With n_i seeds, s_i^2 the variance of system i, N - k the pooled degrees
+    of freedom and s^2 the pooled variance, the statistic is
+    [(N - k) ln s^2 - sum (n_i - 1) ln s_i^2] / C with
+    C = 1 + (sum 1 / (n_i - 1) - 1 / (N - k)) / (3 (k - 1)).
+    It assumes normal scores and has little power with two or three seeds a
+    system: a large p says the data do not contradict pooling, not that the
+    sds are equal.
+
+    Args:
+        score_lists: per system, one corpus score per seed; systems with
+            fewer than two seeds are left out.
+
+    Returns:
+        None with fewer than two such systems, or when a system's seeds all
+        score the same (its log variance is undefined).
+    """
+    spread = [list(scores) for scores in score_lists if len(scores) > 1]
+    variances = [statistics.variance(scores) for scores in spread]
+    if len(spread) < 2 or min(variances) <= 0.0:
+        return None
+    dfs = [len(scores) - 1 for scores in spread]
+    total = sum(dfs)
+    pooled = sum(df * variance for df, variance in zip(dfs, variances)) / total
+    correction = 1.0 + (sum(1.0 / df for df in dfs) - 1.0 / total) / (3.0 * (len(spread) - 1))
+    statistic = (total * math.log(pooled)
+                 - sum(df * math.log(variance) for df, variance in zip(dfs, variances))) / correction
+    df = len(spread) - 1
+    return EqualSdTest(statistic=statistic, df=df,
+                       p_value=1.0 - chi_square.cdf(statistic, df), systems=len(spread))
 
 
 @dataclasses.dataclass(frozen=True)

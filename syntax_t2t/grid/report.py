@@ -155,7 +155,9 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
     for entry, adjusted in zip(comparisons, multiple_testing.holm(
             [(entry["t_test"] or {}).get("p_value") for entry in comparisons])):
         entry["holm_p"] = adjusted
+    equal_sd = seed_significance.equal_sd_test([row["BLEU"] for row in rows.values()])
     return {"pooled_seed_sd": _pooled_record(pooled),
+            "equal_sd": dataclasses.asdict(equal_sd) if equal_sd else None,
             "comparisons": comparisons,
             "seeds_needed": _seeds_needed(pooled, max(2, len(rows))) if pooled else None}
 
@@ -442,11 +444,21 @@ def _pooled_line(pooled):
             + (f"; 95% CI [{interval[0]:.3f}, {interval[1]:.3f}], χ²" if interval else "") + ").")
 
 
+def _equal_sd_sentence(test):
+    if not test:
+        return ""
+    return (f" Pooling assumes one seed sd for every system; Bartlett's test of that over the "
+            f"{test['systems']} systems: χ² {test['statistic']:.2f} at {counted(test['df'], 'degree')} "
+            f"of freedom, p = {_p(test['p_value'])} (little power with few seeds a system: a large p "
+            "does not show the sds equal).")
+
+
 def _contrast_table(contrasts):
     """The comparisons of one score table: Δ, the t test and its Holm adjustment, the bootstraps."""
     if not contrasts or not contrasts["comparisons"]:
         return []
-    lines = [_pooled_line(contrasts["pooled_seed_sd"]), "",
+    lines = [_pooled_line(contrasts["pooled_seed_sd"]) + _equal_sd_sentence(contrasts.get("equal_sd")),
+             "",
              *_seeds_needed_lines(contrasts.get("seeds_needed")),
              "| comparison | seeds | Δ BLEU | 95% CI (t) | p (t, pooled seed sd) | p Holm | "
              "detectable Δ (t) | p (two-level bootstrap) | p per seed (paired bootstrap) |",
