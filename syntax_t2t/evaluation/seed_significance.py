@@ -254,11 +254,10 @@ def equal_sd_test(score_lists: Sequence[Sequence[float]]) -> Optional[EqualSdTes
     variances = [statistics.variance(scores) for scores in spread]
     if len(spread) < 2 or min(variances) <= 0.0:
         return None
+    pooled = pooled_seed_sd(spread)
     dfs = [len(scores) - 1 for scores in spread]
-    total = sum(dfs)
-    pooled = sum(df * variance for df, variance in zip(dfs, variances)) / total
-    correction = 1.0 + (sum(1.0 / df for df in dfs) - 1.0 / total) / (3.0 * (len(spread) - 1))
-    statistic = (total * math.log(pooled)
+    correction = 1.0 + (sum(1.0 / df for df in dfs) - 1.0 / pooled.df) / (3.0 * (len(spread) - 1))
+    statistic = (pooled.df * math.log(pooled.sd ** 2)
                  - sum(df * math.log(variance) for df, variance in zip(dfs, variances))) / correction
     df = len(spread) - 1
     return EqualSdTest(statistic=statistic, df=df,

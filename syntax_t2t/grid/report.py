@@ -124,7 +124,8 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
     `output(run)` is the file of the run's translations that were scored.
     """
     references = translation.read_segments(grid_runner.path(test.reference))
-    pooled = seed_significance.pooled_seed_sd([row["BLEU"] for row in rows.values()])
+    seed_scores = [row["BLEU"] for row in rows.values()]
+    pooled = seed_significance.pooled_seed_sd(seed_scores)
     hypotheses = {name: {run.seed: translation.read_segments(output(run)) for run, _ in entries}
                   for name, entries in entries_of.items()}
     comparisons = []
@@ -155,7 +156,7 @@ def _contrasts(grid_runner, entries_of, rows, test, output, samples):
     for entry, adjusted in zip(comparisons, multiple_testing.holm(
             [(entry["t_test"] or {}).get("p_value") for entry in comparisons])):
         entry["holm_p"] = adjusted
-    equal_sd = seed_significance.equal_sd_test([row["BLEU"] for row in rows.values()])
+    equal_sd = seed_significance.equal_sd_test(seed_scores)
     return {"pooled_seed_sd": _pooled_record(pooled),
             "equal_sd": dataclasses.asdict(equal_sd) if equal_sd else None,
             "comparisons": comparisons,
